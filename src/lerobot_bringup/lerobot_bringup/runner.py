@@ -1,0 +1,209 @@
+"""`lerobot-launch`: start a graph profile here, one process per node, like `ros2 launch` would.
+
+Every node runs as its installed executable (``lib/<pkg>/<exe>``) with ``--ros-args`` built from the
+profile, in its own session so that a terminal Ctrl-C reaches the runner only; the runner forwards
+exactly one SIGINT to each node, waits, then escalates to SIGTERM and SIGKILL. When a required node
+exits the graph stops: exit status 0 if it exited cleanly, otherwise non-zero with the node's name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from lerobot_bringup.ament import find_executable
+from lerobot_bringup.profile import (
+    NodeSpec,
+    Profile,
+    ProfileError,
+    list_profiles,
+    load_profile,
+    parse_overrides,
+)
+
+CLEAN_EXIT = {0, -signal.SIGINT, 128 + signal.SIGINT}
+
+
+@dataclass
+class Running:
+    spec: NodeSpec
+    proc: subprocess.Popen
+    reader: threading.Thread
+
+
+def ros_environment(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment handed to every node: DDS on loopback and an explicit domain, always."""
+    env = dict(os.environ if base is None else base)
+    env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    if not env.get("ROS_DOMAIN_ID"):
+        raise RuntimeError(
+            "ROS_DOMAIN_ID is not set: `source env.sh` (or export ROS_DOMAIN_ID=<0..101>) first"
+        )
+    env.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def command_lines(profile: Profile, workdir: Path) -> list[tuple[NodeSpec, list[str]]]:
+    """Resolve each node to its command line; parameters go through a params file per node."""
+    out = []
+    for i, spec in enumerate(profile.nodes):
+        try:
+            exe = find_executable(spec.package, spec.executable)
+        except FileNotFoundError as e:
+            raise ProfileError(f"{profile.path}: nodes[{i}] ({spec.name}).executable: {e}") from None
+        params_file = None
+        if spec.parameters:
+            params_file = workdir / f"{spec.name}.params.yaml"
+            params_file.write_text(spec.params_yaml())
+        out.append((spec, [str(exe), *spec.ros_args(str(params_file) if params_file else None)]))
+    return out
+
+
+def _pump(name: str, stream, width: int) -> None:
+    prefix = f"[{name}]".ljust(width + 2)
+    for raw in iter(stream.readline, b""):
+        sys.stdout.write(prefix + raw.decode(errors="replace"))
+        sys.stdout.flush()
+    stream.close()
+
+
+class GraphRunner:
+    def __init__(self, profile: Profile, shutdown_timeout: float = 10.0):
+        self.profile = profile
+        self.shutdown_timeout = shutdown_timeout
+        self.running: list[Running] = []
+        self._stop_requested = threading.Event()
+
+    def request_stop(self, *_args) -> None:
+        self._stop_requested.set()
+
+    def run(self) -> int:
+        env = ros_environment()
+        with tempfile.TemporaryDirectory(prefix="lerobot-launch-") as tmp:
+            commands = command_lines(self.profile, Path(tmp))
+            width = max(len(s.name) for s, _ in commands)
+            self._log(
+                f"profile '{self.profile.name}' ({self.profile.path}): {len(commands)} node(s), "
+                f"ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']}, discovery LOCALHOST"
+            )
+            for spec, cmd in commands:
+                proc = subprocess.Popen(
+                    cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+                )
+                reader = threading.Thread(target=_pump, args=(spec.name, proc.stdout, width), daemon=True)
+                reader.start()
+                self.running.append(Running(spec, proc, reader))
+                self._log(f"started {spec.name} (pid {proc.pid}): {' '.join(cmd)}")
+            return self._supervise()
+
+    def _supervise(self) -> int:
+        status = 0
+        reported: set[str] = set()
+        while not self._stop_requested.is_set():
+            for r in self.running:
+                code = r.proc.poll()
+                if code is None or r.spec.name in reported:
+                    continue
+                reported.add(r.spec.name)
+                if code in CLEAN_EXIT:
+                    self._log(f"node '{r.spec.name}' exited cleanly")
+                else:
+                    self._log(f"ERROR: node '{r.spec.name}' died with exit code {code}")
+                if r.spec.required:
+                    if code not in CLEAN_EXIT:
+                        status = 1
+                        self._log(f"required node '{r.spec.name}' is gone: stopping the graph")
+                    self._stop_requested.set()
+                    break
+            if all(r.proc.poll() is not None for r in self.running):
+                break
+            time.sleep(0.05)
+        failed = self.shutdown()
+        if failed and status == 0:
+            status = 1
+        return status
+
+    def shutdown(self) -> list[str]:
+        """SIGINT each live node once, then SIGTERM, then SIGKILL; returns nodes that did not end cleanly."""
+        alive = [r for r in self.running if r.proc.poll() is None]
+        for r in alive:
+            _signal(r.proc, signal.SIGINT)
+        deadline = time.monotonic() + self.shutdown_timeout
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for r in alive:
+                try:
+                    r.proc.wait(max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    self._log(f"node '{r.spec.name}' did not stop in time: sending {sig.name}")
+                    _signal(r.proc, sig)
+            deadline = time.monotonic() + 3.0
+        for r in self.running:
+            r.proc.wait()
+            r.reader.join(timeout=2.0)
+        bad = [r.spec.name for r in alive if r.proc.returncode not in CLEAN_EXIT]
+        for name in bad:
+            code = next(r.proc.returncode for r in self.running if r.spec.name == name)
+            self._log(f"ERROR: node '{name}' ended with exit code {code} during shutdown")
+        return bad
+
+    @staticmethod
+    def _log(msg: str) -> None:
+        sys.stdout.write(f"[lerobot-launch] {msg}\n")
+        sys.stdout.flush()
+
+
+def _signal(proc: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(proc.pid, sig)  # the node and anything it spawned
+    except ProcessLookupError:
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="lerobot-launch",
+        description="Start a lerobot_ros graph profile (the same YAML `ros2 launch lerobot_bringup <name>.launch.py` reads).",
+    )
+    ap.add_argument("profile", nargs="?", help="profile name (see --list) or path to a profile YAML")
+    ap.add_argument("overrides", nargs="*", metavar="name:=value", help="profile arguments")
+    ap.add_argument("--list", action="store_true", help="list the shipped profiles and exit")
+    ap.add_argument(
+        "--show", action="store_true", help="print the resolved nodes and command lines, start nothing"
+    )
+    ap.add_argument(
+        "--shutdown-timeout", type=float, default=10.0, help="seconds to wait after SIGINT (default 10)"
+    )
+    a = ap.parse_args(argv)
+    if a.list or not a.profile:
+        for name, desc in list_profiles().items():
+            print(f"{name:24s} {desc}")
+        return 0 if a.list else 2
+    try:
+        profile = load_profile(a.profile, parse_overrides(a.overrides))
+        if a.show:
+            with tempfile.TemporaryDirectory() as tmp:
+                for spec, cmd in command_lines(profile, Path(tmp)):
+                    print(f"{spec.name}: {' '.join(cmd)}")
+                    if spec.parameters:
+                        print("  parameters: " + ", ".join(f"{k}={v!r}" for k, v in spec.parameters.items()))
+            return 0
+        runner = GraphRunner(profile, a.shutdown_timeout)
+        signal.signal(signal.SIGINT, runner.request_stop)
+        signal.signal(signal.SIGTERM, runner.request_stop)
+        return runner.run()
+    except (ProfileError, RuntimeError) as e:
+        print(f"lerobot-launch: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
