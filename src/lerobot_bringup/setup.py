@@ -31,6 +31,7 @@ setup(
         *share_tree("launch", "config", "profiles", "urdf", "rviz"),
     ],
     install_requires=["setuptools"],
+    extras_require={"test": ["pytest"]},  # lets `colcon test` run the pytest suite
     zip_safe=True,
     maintainer="lerobot_ros maintainers",
     maintainer_email="maintainers@lerobot-ros.dev",

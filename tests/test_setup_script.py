@@ -1,0 +1,69 @@
+"""setup.sh fails loudly and early with a message saying what to do, instead of half-finishing."""
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FILES = ["setup.sh", "env.sh", "requirements.txt", "requirements-ros-wheels.txt", "colcon_defaults.yaml"]
+
+
+def copy_workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for f in FILES:
+        shutil.copy2(ROOT / f, ws / f)
+    return ws
+
+
+def run(ws: Path, env_extra: dict, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AMENT_", "COLCON_", "CMAKE_PREFIX"))}
+    env.pop("ROS_DISTRO", None)
+    env.update(env_extra)
+    return subprocess.run(["bash", str(ws / "setup.sh")], env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def test_wrong_python_is_refused_before_anything_is_made(tmp_path):
+    ws = copy_workspace(tmp_path)
+    out = run(ws, {"PYTHON": shutil.which("python3.10") or "/usr/bin/false", "LEROBOT_ROS_VENV": str(tmp_path / "venv")})
+    assert out.returncode == 1
+    assert "python" in out.stderr.lower() and ("3.11" in out.stderr or "PYTHON=" in out.stderr), out.stderr
+    assert not (tmp_path / "venv").exists()
+
+
+def test_unreachable_package_index_is_named(tmp_path):
+    ws = copy_workspace(tmp_path)
+    # a closed port on loopback: pip's request is refused at once, no traffic leaves the machine
+    out = run(
+        ws,
+        {
+            "LEROBOT_ROS_VENV": str(tmp_path / "venv"),
+            "PIP_INDEX_URL": "http://127.0.0.1:9/simple",
+            "PIP_FIND_LINKS": "",
+            "PIP_RETRIES": "0",
+            "PIP_TIMEOUT": "2",
+        },
+    )
+    assert out.returncode == 1
+    assert "could not get packages from the package index" in out.stderr, out.stderr[-2000:]
+    assert not (tmp_path / "venv" / ".lerobot_ros_pins").exists()  # not marked as set up
+
+
+@pytest.mark.skipif(not (ROOT / ".venv" / ".lerobot_ros_pins").exists(), reason="needs the set-up venv of this checkout")
+def test_build_error_points_at_the_log(tmp_path):
+    ws = copy_workspace(tmp_path)
+    pkg = ws / "src" / "broken_pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "package.xml").write_text(
+        '<?xml version="1.0"?><package format="3"><name>broken_pkg</name><version>0.0.0</version>'
+        "<description>d</description><maintainer email='a@b.c'>m</maintainer><license>MIT</license>"
+        "<buildtool_depend>ament_cmake</buildtool_depend><export><build_type>ament_cmake</build_type></export></package>"
+    )
+    (pkg / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.16)\nproject(broken_pkg NONE)\nthis_is_not_cmake(\n")
+    out = run(ws, {"LEROBOT_ROS_VENV": str(ROOT / ".venv")})
+    assert out.returncode == 1
+    assert "colcon build failed" in out.stderr and "setup-colcon-build.log" in out.stderr, out.stderr[-2000:]
+    assert not (ws / "install" / ".lerobot_ros_build").exists()
