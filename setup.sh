@@ -36,11 +36,12 @@ CV2_PIN=opencv-python-headless==4.14.0.94
 # ---------------------------------------------------------------------------------------------
 # Which ROS: a sourced system install wins over the wheels.
 SYSTEM_ROS=""
-if [ -n "${ROS_DISTRO:-}" ] && [ -d "/opt/ros/${ROS_DISTRO}" ] \
-   && case ":${AMENT_PREFIX_PATH:-}:" in *":/opt/ros/${ROS_DISTRO}:"*) true ;; *) false ;; esac; then
+ROS_ROOT=${LEROBOT_ROS_SYSTEM_ROOT:-/opt/ros}
+if [ -n "${ROS_DISTRO:-}" ] && [ -d "$ROS_ROOT/${ROS_DISTRO}" ] \
+   && case ":${AMENT_PREFIX_PATH:-}:" in *":$ROS_ROOT/${ROS_DISTRO}:"*) true ;; *) false ;; esac; then
   case "$ROS_DISTRO" in
     humble|jazzy|kilted|rolling) SYSTEM_ROS=$ROS_DISTRO ;;
-    *) die "system ROS 2 '$ROS_DISTRO' is sourced but not supported (supported: humble, jazzy, kilted, rolling). Open a new shell without sourcing it to use the PyPI wheels instead." ;;
+    *) die "system ROS 2 '$ROS_DISTRO' ($ROS_ROOT/$ROS_DISTRO) is sourced but not supported (supported: humble, jazzy, kilted, rolling). Open a new shell without sourcing it to use the PyPI wheels instead." ;;
   esac
 fi
 
@@ -55,7 +56,7 @@ PYVER=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null
 if [ -z "$SYSTEM_ROS" ] && [ "$PYVER" != "3.11" ]; then
   die "'$PY' is Python $PYVER; the PyPI ROS 2 wheels (kilted, cp311) need Python 3.11. Set PYTHON=/path/to/python3.11, or source a system ROS 2 (/opt/ros/<distro>/setup.bash) first."
 fi
-echo "setup.sh: python $PYVER ($PY), ROS from ${SYSTEM_ROS:+system /opt/ros/$SYSTEM_ROS}${SYSTEM_ROS:-PyPI wheels (kilted)}, venv $VENV"
+echo "setup.sh: python $PYVER ($PY), ROS from ${SYSTEM_ROS:+system $ROS_ROOT/$SYSTEM_ROS}${SYSTEM_ROS:-PyPI wheels (kilted)}, venv $VENV"
 
 # ---------------------------------------------------------------------------------------------
 # 1. venv + packages, skipped when the pinned set and the venv are unchanged.

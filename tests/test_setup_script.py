@@ -67,3 +67,19 @@ def test_build_error_points_at_the_log(tmp_path):
     assert out.returncode == 1
     assert "colcon build failed" in out.stderr and "setup-colcon-build.log" in out.stderr, out.stderr[-2000:]
     assert not (ws / "install" / ".lerobot_ros_build").exists()
+
+
+def test_a_sourced_system_ros_is_used_or_refused_by_distro(tmp_path):
+    ws = copy_workspace(tmp_path)
+    fake = tmp_path / "opt_ros"
+    for distro in ("foxy", "jazzy"):
+        (fake / distro).mkdir(parents=True)
+    base = {"LEROBOT_ROS_SYSTEM_ROOT": str(fake), "LEROBOT_ROS_VENV": str(tmp_path / "venv")}
+    old = run(ws, {**base, "ROS_DISTRO": "foxy", "AMENT_PREFIX_PATH": str(fake / "foxy")})
+    assert old.returncode == 1 and "'foxy'" in old.stderr and "not supported" in old.stderr
+    # jazzy is taken as the system ROS: it then wants that distro's python (here: a missing one)
+    new = run(ws, {**base, "ROS_DISTRO": "jazzy", "AMENT_PREFIX_PATH": str(fake / "jazzy"), "PYTHON": "/nonexistent/python3"})
+    assert new.returncode == 1 and "'/nonexistent/python3' not found" in new.stderr
+    # without AMENT_PREFIX_PATH pointing at it, a stray ROS_DISTRO does not switch away from the wheels
+    stray = run(ws, {**base, "ROS_DISTRO": "jazzy", "PYTHON": "/nonexistent/python3"})
+    assert "wheels are built for CPython 3.11" in stray.stderr
