@@ -30,3 +30,21 @@ def find_executable(package: str, executable: str) -> Path:
     raise FileNotFoundError(
         f"package '{package}' has no executable '{executable}' (available: {', '.join(available) or 'none'})"
     )
+
+
+def die_with_parent(sig: int = 2) -> None:
+    """preexec_fn for node processes: the kernel sends `sig` (default SIGINT) when the parent dies.
+
+    Nodes run in their own session (so a terminal Ctrl-C reaches only the supervisor), which also
+    means they would outlive a supervisor that is SIGKILLed; this closes that gap on Linux.
+    """
+    import ctypes
+    import signal as _signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, sig)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return  # not Linux: nothing to arm
+    if os.getppid() == 1:  # the parent is already gone
+        os.kill(os.getpid(), sig if sig else _signal.SIGTERM)

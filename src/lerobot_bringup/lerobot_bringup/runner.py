@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from lerobot_bringup.ament import find_executable
+from lerobot_bringup.ament import die_with_parent, find_executable
 from lerobot_bringup.profile import (
     NodeSpec,
     Profile,
@@ -97,7 +97,12 @@ class GraphRunner:
             )
             for spec, cmd in commands:
                 proc = subprocess.Popen(
-                    cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+                    cmd,
+                    env=env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    preexec_fn=die_with_parent,
                 )
                 reader = threading.Thread(target=_pump, args=(spec.name, proc.stdout, width), daemon=True)
                 reader.start()

@@ -133,3 +133,17 @@ def test_launch_files_build_descriptions():
 
     for path in sorted((Path(__file__).resolve().parent.parent / "profiles").glob("*.yaml")):
         assert isinstance(generate_profile_launch_description(path.stem), launch.LaunchDescription)
+
+
+def test_nodes_do_not_outlive_a_killed_runner(ros_node):
+    from sensor_msgs.msg import JointState
+
+    proc = launch("skeleton", "rate_hz:=50")
+    try:
+        wait_for_messages(ros_node, JointState, "/follower/joint_states", count=3, timeout=30)
+        proc.kill()  # SIGKILL: no chance to forward anything
+        proc.wait(10)
+    finally:
+        proc.kill()
+    # the kernel's parent-death signal stops the nodes anyway
+    assert wait_until(lambda: ros_node.count_publishers("/follower/joint_states") == 0, timeout=15)

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from lerobot_bringup.ament import find_executable
+from lerobot_bringup.ament import die_with_parent, find_executable
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 10.0, interval: float = 0.02) -> bool:
@@ -135,7 +135,12 @@ class RosProcess:
     def start(self) -> RosProcess:
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
-            self.cmd, env=self.env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+            self.cmd,
+            env=self.env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=die_with_parent,  # a killed test run leaves no nodes behind
         )
         return self
 
