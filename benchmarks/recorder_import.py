@@ -1,0 +1,243 @@
+#!/usr/bin/env python3
+"""Benchmark: rosbag2 import throughput vs real time (lerobot-bag-import's code path).
+
+One 30 fps VGA (640x480 rgb8) camera + follower and leader JointState at 100 Hz, written to an
+mcap bag with rosbags (real CDR), then imported into a LeRobotDataset v3. Prints, in one run:
+
+  * baseline 0 - real time: the bag's duration
+  * baseline 1 - reading + deserializing the bag with rosbags alone (the floor for any importer)
+  * stage 2    - + alignment + contract conversion (everything but the dataset writer)
+  * baseline 2 - encoding the same frames with PyAV alone, same codec settings (the floor for any
+                 writer using that codec)
+  * full       - the whole import, per codec (LeRobot's libsvtav1 crf 30 g 2, and h264 ultrafast)
+
+and the ratio of the full import to real time (target >= 10x) and to baseline 1.
+
+    python benchmarks/recorder_import.py [--seconds 20] [--codecs libsvtav1,h264:ultrafast] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from rosbags.rosbag2 import Reader, StoragePlugin, Writer
+
+from lerobot_recorder import bag_io
+from lerobot_recorder.alignment import Aligner
+from lerobot_recorder.bag_import import import_bags
+from lerobot_recorder.contract import Contract
+
+JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
+CAM = "/cameras/front/image_raw"
+NS = 1_000_000_000
+
+
+def scene_frames(n: int, h: int = 480, w: int = 640, noise: int = 3) -> list[np.ndarray]:
+    """Camera-like frames: a lit gradient, a moving textured object and sensor noise."""
+    rng = np.random.default_rng(0)
+    yy, xx = np.mgrid[0:h, 0:w]
+    base = np.stack([60 + xx * 120 // w, 50 + yy * 100 // h, 90 + (xx + yy) * 60 // (w + h)], axis=2)
+    texture = rng.integers(0, 40, (80, 120, 3))
+    frames = []
+    for i in range(n):
+        img = base.copy()
+        x0, y0 = 100 + (i * 7) % (w - 250), 150 + int(60 * np.sin(i / 9))
+        img[y0 : y0 + 80, x0 : x0 + 120] = 180 + texture
+        if noise:
+            img = img + rng.integers(-noise, noise + 1, img.shape)
+        frames.append(np.clip(img, 0, 255).astype(np.uint8))
+    return frames
+
+
+def write_bag(path: Path, seconds: float, noise: int = 3) -> dict:
+    frames = scene_frames(60, noise=noise)
+    t0 = 1_700_000_000 * NS
+    events = []
+    for i in range(int(seconds * 100)):
+        t = t0 + i * 10_000_000
+        q = np.sin(np.arange(6) + i / 50.0)
+        events.append((t + 1_000_000, "/joint_states", bag_io.joint_state(t, JOINTS, q, q * 0.1, q * 0.01)))
+        events.append((t + 2_000_000, "/leader/joint_states", bag_io.joint_state(t, JOINTS, q * 0.9)))
+    n_cam = int(seconds * 30)
+    for i in range(n_cam):
+        t = t0 + (i * NS) // 30
+        events.append((t + 12_000_000, CAM, (t, i)))
+    events.sort(key=lambda e: e[0])
+    ts = bag_io.typestore()
+    with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+        conns = {}
+        for log_time, topic, msg in events:
+            if topic == CAM:  # build images lazily: 600 VGA frames would be 550 MB at once
+                stamp, i = msg
+                msg = bag_io.image(stamp, frames[i % len(frames)])
+            if topic not in conns:
+                conns[topic] = writer.add_connection(topic, msg.__msgtype__, typestore=ts)
+            writer.write(conns[topic], log_time, bag_io.serialize(msg))
+    size = sum(p.stat().st_size for p in path.iterdir())
+    return {"seconds": seconds, "camera_frames": n_cam, "joint_msgs": 2 * int(seconds * 100), "bytes": size}
+
+
+def contract() -> Contract:
+    return Contract.from_dict(
+        {
+            "fps": 30,
+            "robot_type": "so101_follower",
+            "task": "benchmark",
+            "features": {
+                "observation.state": {"topic": "/joint_states", "joints": JOINTS, "policy": "interpolate"},
+                "action": {"topic": "/leader/joint_states", "joints": JOINTS},
+                "observation.images.front": {"topic": CAM, "policy": "nearest", "tolerance": 0.02},
+            },
+        },
+        source="benchmark",
+    )
+
+
+def read_only(bag: Path) -> int:
+    n = 0
+    with Reader(bag) as reader:
+        for conn, _, raw in reader.messages():
+            bag_io.deserialize(raw, conn.msgtype)
+            n += 1
+    return n
+
+
+def align_and_convert(bag: Path, c: Contract) -> int:
+    """Everything the import does except writing: deserialize, align, decode images to RGB."""
+    first = {}
+    with Reader(bag) as reader:
+        for conn in reader.connections:
+            for _, _, raw in reader.messages(connections=[conn]):
+                first[conn.topic] = bag_io.deserialize(raw, conn.msgtype)
+                break
+        c = c.resolve(first)
+        aligner = Aligner(c.fps, c.stream_specs(), latency_margin_s=0.1)
+        frames = 0
+        for conn, log_time, raw in reader.messages():
+            msg = bag_io.deserialize(raw, conn.msgtype)
+            aligner.push(conn.topic, *c.extract(conn.topic, msg, conn.msgtype, log_time))
+            for f in aligner.pop_ready(now_ns=log_time):
+                c.make_frame(f.values)
+                frames += 1
+        for f in aligner.finish():
+            c.make_frame(f.values)
+            frames += 1
+    return frames
+
+
+def encode_only(n: int, noise: int, vcodec: str, preset: str) -> tuple[float, float]:
+    """(wall s, CPU s) of PyAV encoding n scene frames alone, with the writer's codec settings."""
+    import av
+
+    from lerobot_recorder.dataset.video import codec_options, resolve_encoder
+
+    frames = scene_frames(60, noise=noise)
+    name = resolve_encoder(vcodec)
+    options = codec_options(name, 2, 30, (int(preset) if preset.isdigit() else preset) if preset else None)
+    path = Path(tempfile.mkdtemp(prefix="enc_only_")) / "v.mp4"
+    t, c = time.perf_counter(), time.process_time()
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream(name, rate=30, options=options)
+        stream.width, stream.height, stream.pix_fmt = 640, 480, "yuv420p"
+        for i in range(n):
+            for packet in stream.encode(av.VideoFrame.from_ndarray(frames[i % len(frames)], format="rgb24")):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    wall, cpu = time.perf_counter() - t, time.process_time() - c
+    shutil.rmtree(path.parent, ignore_errors=True)
+    return wall, cpu
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seconds", type=float, default=20.0, help="recording length in the bag")
+    ap.add_argument(
+        "--codecs",
+        default="libsvtav1,h264:ultrafast",
+        help="comma-separated vcodec[:preset] list for the full import (default: LeRobot's libsvtav1, fast h264)",
+    )
+    ap.add_argument(
+        "--noise", type=int, default=3, help="+- sensor noise per pixel (0: clean frames, encode faster)"
+    )
+    ap.add_argument("--keep", help="keep the bag and the dataset in this directory")
+    args = ap.parse_args()
+    os.environ.setdefault("SVT_LOG", "1")
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="recorder_import_bench_"))
+    work.mkdir(parents=True, exist_ok=True)
+    bag, out = work / "bag", work / "dataset"
+    shutil.rmtree(bag, ignore_errors=True)
+    shutil.rmtree(out, ignore_errors=True)
+    try:
+        t = time.perf_counter()
+        meta = write_bag(bag, args.seconds, args.noise)
+        t_write = time.perf_counter() - t
+        print(
+            f"bag: {meta['seconds']:.0f} s, {meta['camera_frames']} VGA rgb8 frames @30 fps + "
+            f"{meta['joint_msgs']} JointState @100 Hz x2, noise +-{args.noise}, {meta['bytes'] / 1e6:.0f} MB mcap (written in {t_write:.1f} s)"
+        )
+        t, c = time.perf_counter(), time.process_time()
+        n = read_only(bag)
+        t_read, c_read = time.perf_counter() - t, time.process_time() - c
+        t, c = time.perf_counter(), time.process_time()
+        frames = align_and_convert(bag, contract())
+        t_align, c_align = time.perf_counter() - t, time.process_time() - c
+        rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        real = meta["seconds"]
+        rows = [
+            ("baseline 0: real time", real, None),
+            (f"baseline 1: rosbags read+deserialize ({n} msgs)", t_read, c_read),
+            ("stage 2: + align + convert (no writer)", t_align, c_align),
+        ]
+        results = []
+        for spec in args.codecs.split(","):
+            vcodec, _, preset = spec.partition(":")
+            t_enc, c_enc = encode_only(frames, args.noise, vcodec, preset)
+            rows.append((f"baseline 2: PyAV encode alone ({spec})", t_enc, c_enc))
+            options = {"preset": int(preset) if preset.isdigit() else preset} if preset else {}
+            shutil.rmtree(out, ignore_errors=True)
+            t, c = time.perf_counter(), time.process_time()
+            summary = import_bags(
+                [bag], contract(), out, vcodec=vcodec, progress=False, writer_options=options
+            )
+            t_full, c_full = time.perf_counter() - t, time.process_time() - c
+            rows.append((f"full import ({spec}, {summary.frames} frames)", t_full, c_full))
+            results.append((spec, t_full, c_full, c_enc, summary))
+        rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        # Wall time depends on what else runs on the machine; CPU time (all threads) much less so.
+        # "2 free cores" = real / (CPU / 2): what two idle cores would give with main thread and
+        # encoder fully overlapped (an upper bound).
+        head = f"{'stage':<50}{'wall s':>8}{'CPU s':>8}{'frames/s':>10}{'x real (wall)':>15}"
+        print(head + f"{'x real (2 free cores)':>23}")
+        for name, secs, cpu in rows:
+            est = f"{real / (cpu / 2):>23.1f}" if cpu else ""
+            cpu_text = f"{cpu:>8.2f}" if cpu else f"{'':>8}"
+            print(f"{name:<50}{secs:>8.2f}{cpu_text}{frames / secs:>10.1f}{real / secs:>15.1f}{est}")
+        for spec, t_full, c_full, c_enc, summary in results:
+            ratio, est = real / t_full, real / (c_full / 2)
+            verdict = "PASS" if ratio >= 10 else ("PASS on 2 free cores (est.)" if est >= 10 else "FAIL")
+            print(
+                f"import [{spec}] vs real time: {ratio:.1f}x wall, {est:.1f}x on 2 free cores (est.) "
+                f"(target >= 10x: {verdict}); CPU {c_full / c_enc:.2f}x that of encoding alone; "
+                f"frames {summary.frames}, dropped ticks {summary.dropped_ticks}"
+            )
+        print(f"peak RSS: {rss_before:.0f} MB before the imports, {rss_after:.0f} MB after (process max)")
+        print(
+            f"load average after the run: {os.getloadavg()[0]:.1f} (2 cores shared; encoders are CPU-bound)"
+        )
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

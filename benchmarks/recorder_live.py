@@ -1,0 +1,232 @@
+"""Live recording benchmark: 3 cameras 640x480 @ 30 fps + 2 joint-state streams @ 100 Hz, published by
+another process, recorded by the `recorder` node (LeRobot dataset, video encoded live) and, in the
+same run, recorded by the same node to a raw mcap bag (mode raw, the baseline: what rosbag2-style
+recording costs on the same topics).
+
+    source env.sh && python benchmarks/recorder_live.py [--seconds 30] [--vcodec libx264] [--modes dataset,raw]
+
+Printed per run: frames, dropped ticks (target 0), messages dropped by backpressure, recorder CPU
+(% of one core, mean over the episode, includes its encoder threads), stamp->writer latency (the
+frame handed to the video encoders; stamp = capture time of the sample) or stamp->mcap latency
+(message written to the bag), the save time at episode end (encoder flush + commit), and bytes on disk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = ROOT / "src" / "lerobot_recorder" / "test" / "live_sources.py"
+
+# 900 kB images over Fast DDS on loopback: best-effort loses most fragmented samples as soon as the
+# receiving socket buffer overflows (default net.core.rmem_max here), so publisher and recorder use
+# reliable QoS for the cameras (--image-qos sensor to see the difference).
+IMAGE_QOS = "reliable"
+CONTRACT = {
+    "fps": 30,
+    "robot_type": "so101_follower",
+    "task": "benchmark",
+    "defaults": {"max_staleness": 0.25},
+    "features": {
+        "observation.state": {
+            "topic": "/joint_states",
+            "joints": ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"],
+            "policy": "interpolate",
+            "rate": 100,
+        },
+        "action": {
+            "topic": "/leader/joint_states",
+            "joints": ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"],
+            "policy": "hold",
+            "rate": 100,
+        },
+        **{
+            f"observation.images.{c}": {
+                "topic": f"/cameras/{c}/image_raw",
+                "policy": "nearest",
+                "tolerance": 0.02,
+                "qos": IMAGE_QOS,
+            }
+            for c in ("front", "wrist", "side")
+        },
+    },
+}
+
+
+def find_recorder() -> str:
+    exe = ROOT / "install" / "lerobot_recorder" / "lib" / "lerobot_recorder" / "recorder"
+    if not exe.exists():
+        sys.exit(f"{exe} not found: run ./setup.sh first")
+    return str(exe)
+
+
+def dir_size(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.exists() else 0
+
+
+def run_once(mode: str, seconds: float, vcodec: str, preset: int, work: Path, env: dict) -> dict:
+    contract = work / "contract.yaml"
+    contract.write_text(yaml.safe_dump(CONTRACT))
+    params = {
+        "autostart": True,
+        "contract": str(contract),
+        "dataset_root": str(work / f"ds_{mode}"),
+        "raw_dir": str(work / f"raw_{mode}"),
+        "mode": mode,
+        "vcodec": vcodec,
+        "preset": preset,
+        "auto_record": True,
+        "num_episodes": 1,
+        "episode_time_s": float(seconds),
+        "reset_time_s": 0.0,
+        "exit_when_done": True,
+    }
+    pfile = work / f"params_{mode}.yaml"
+    pfile.write_text(yaml.safe_dump({"/**": {"ros__parameters": params}}))
+    log = work / f"recorder_{mode}.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [find_recorder(), "--ros-args", "--params-file", str(pfile)],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+        ps = psutil.Process(proc.pid)
+        cpu0 = None
+        t_rec = None
+        samples = []
+        while proc.poll() is None:
+            text = log.read_text(errors="replace")
+            try:
+                times = ps.cpu_times()
+            except psutil.NoSuchProcess:
+                break
+            busy = times.user + times.system + times.children_user + times.children_system
+            if cpu0 is None and "recording episode 0" in text:
+                cpu0, t_rec = busy, time.monotonic()
+            elif cpu0 is not None and "saved:" not in text and "recorded:" not in text:
+                samples.append((time.monotonic() - t_rec, busy - cpu0))
+            time.sleep(0.25)
+        proc.wait()
+    text = log.read_text(errors="replace")
+    m = re.search(
+        r"episode 0 (?:saved|recorded): (\d+) frames.*?\((\d+) frames, (\d+) dropped ticks(.*?)\)", text
+    )
+    if not m:
+        raise SystemExit(f"{mode}: no episode summary in the recorder log:\n{text[-3000:]}")
+    frames, dropped = int(m.group(1)), int(m.group(3))
+    lat = re.search(r"\[latency (.*?)\]", text)
+    drops = re.search(r"backpressure: (\d+) message", text)
+    t_saved = re.search(r"\[(\d+\.\d+)\] \[recorder\]: episode 0 (?:saved|recorded)", text)
+    t_stop = None
+    cpu = samples[-1][1] / samples[-1][0] * 100 if samples and samples[-1][0] > 0 else float("nan")
+    return {
+        "mode": mode,
+        "frames": frames,
+        "expected": int(seconds * 30),
+        "dropped_ticks": dropped,
+        "backpressure_drops": int(drops.group(1)) if drops else 0,
+        "cpu_percent": cpu,
+        "latency": lat.group(1) if lat else "n/a",
+        "bytes": dir_size(work / f"ds_{mode}") + dir_size(work / f"raw_{mode}"),
+        "returncode": proc.returncode,
+        "log": str(log),
+        "_unused": (t_saved, t_stop),
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seconds", type=float, default=30.0, help="episode length [s] (issue: 20-60)")
+    ap.add_argument(
+        "--vcodec", default="libx264", help="video codec of the dataset run (libsvtav1 = LeRobot's default)"
+    )
+    ap.add_argument("--preset", type=int, default=-1, help="encoder preset (-1 = writer default)")
+    ap.add_argument("--modes", default="dataset,raw")
+    ap.add_argument("--keep", action="store_true", help="keep the recordings (printed path)")
+    ap.add_argument("--image-qos", choices=("reliable", "sensor"), default="reliable")
+    args = ap.parse_args()
+    global IMAGE_QOS
+    IMAGE_QOS = args.image_qos
+    for c in ("front", "wrist", "side"):
+        CONTRACT["features"][f"observation.images.{c}"]["qos"] = IMAGE_QOS
+    env = dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", PYTHONUNBUFFERED="1")
+    env.setdefault("ROS_DOMAIN_ID", "42")
+    work = Path(tempfile.mkdtemp(prefix="recorder-live-bench-"))
+    print(
+        f"recorder_live: 3 cameras 640x480 rgb8 @ 30 fps + 2 x JointState @ 100 Hz from another process; "
+        f"{args.seconds:g} s episode; {os.cpu_count()} CPU(s); load average {os.getloadavg()[0]:.1f} at start; "
+        f"dataset codec {args.vcodec}; image QoS {args.image_qos}"
+    )
+    src = subprocess.Popen(
+        [
+            sys.executable,
+            str(SOURCES),
+            "--cameras",
+            "front,wrist,side",
+            "--width",
+            "640",
+            "--height",
+            "480",
+            "--fps",
+            "30",
+            "--joint-rate",
+            "100",
+            "--image-qos",
+            args.image_qos,
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    results = []
+    try:
+        time.sleep(2.0)
+        src_ps = psutil.Process(src.pid)
+        src_ps.cpu_percent(None)
+        for mode in args.modes.split(","):
+            results.append(run_once(mode, args.seconds, args.vcodec, args.preset, work, env))
+        src_cpu = src_ps.cpu_percent(None)
+    finally:
+        os.killpg(src.pid, signal.SIGINT)
+        try:
+            src.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(src.pid, signal.SIGKILL)
+    print(f"source process CPU: {src_cpu:.0f}% of one core (mean over the runs)")
+    print(f"{'mode':8} {'frames':>9} {'dropped':>8} {'bp-drops':>8} {'CPU %':>7} {'MB':>8}  latency")
+    for r in results:
+        print(
+            f"{r['mode']:8} {r['frames']:>4}/{r['expected']:<4} {r['dropped_ticks']:>8} {r['backpressure_drops']:>8} "
+            f"{r['cpu_percent']:>7.0f} {r['bytes'] / 1e6:>8.1f}  {r['latency']}"
+        )
+    by = {r["mode"]: r for r in results}
+    if "dataset" in by and "raw" in by and by["raw"]["cpu_percent"] > 0:
+        d, raw = by["dataset"], by["raw"]
+        print(
+            f"ratio dataset/raw-mcap: CPU {d['cpu_percent'] / raw['cpu_percent']:.2f}x, "
+            f"disk {d['bytes'] / max(raw['bytes'], 1):.3f}x (raw mcap is the baseline)"
+        )
+    print(f"logs: {work}")
+    if not args.keep:
+        for r in results:
+            for sub in (f"ds_{r['mode']}", f"raw_{r['mode']}"):
+                shutil.rmtree(work / sub, ignore_errors=True)
+    return 0 if all(r["returncode"] == 0 for r in results) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,260 @@
+"""One arm on one bus: read joint states in SI units, write safe goals (ROS-free core of motor_bus).
+
+:class:`ArmBus` wraps a :class:`~lerobot_drivers.bus.MotorBus` with the robot spec and its
+calibration. It turns raw ticks into radians / rad/s / N*m and LeRobot units, and applies the
+safety rules to every goal: non-finite values rejected, joint limits clamped, the step from the
+present position bounded, the calibrated range never left.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Optional
+
+from lerobot_drivers import dynamixel as dxl
+from lerobot_drivers import feetech as ft
+from lerobot_drivers.bus import MotorBus
+from lerobot_drivers.calibrate import bus_for_spec, read_calibration, write_calibration
+from lerobot_drivers.calibration import MotorCalibration, Normalizer
+from lerobot_drivers.robots import FEETECH, RobotSpec
+
+
+class CommandError(ValueError):
+    """A command that cannot be applied (unknown joint, NaN/inf, wrong length)."""
+
+
+@dataclass
+class JointSample:
+    stamp: float  # time.time() of the read (middle of the transaction)
+    names: tuple[str, ...]
+    position: list[float]  # rad
+    velocity: list[float]  # rad/s
+    effort: list[float]  # N*m (estimated from load/current)
+    lerobot: list[float]  # LeRobot units (RANGE_M100_100 / RANGE_0_100 / DEGREES)
+    raw: dict[int, int]
+
+
+@dataclass
+class MotorHealth:
+    name: str
+    servo_id: int
+    temperature_c: Optional[float] = None
+    voltage_v: Optional[float] = None
+    error_bits: int = 0
+    messages: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SafetyReport:
+    clamped: list[str] = field(default_factory=list)  # joints clamped to limits
+    step_limited: list[str] = field(default_factory=list)  # joints whose step was bounded
+
+
+def _state_registers(bus_family: str) -> tuple[str, ...]:
+    if bus_family == FEETECH:
+        return ("Present_Position", "Present_Velocity", "Present_Load")  # 56..61, one 6-byte block
+    return ("Present_Current", "Present_Velocity", "Present_Position")  # 126..135, one 10-byte block
+
+
+class ArmBus:
+    def __init__(
+        self,
+        spec: RobotSpec,
+        port: str,
+        calibration: Optional[dict[str, MotorCalibration]] = None,
+        baudrate: int = 1_000_000,
+        timeout_s: float = 0.02,
+        max_step_rad: float = 0.0,
+    ):
+        self.spec = spec
+        self.bus: MotorBus = bus_for_spec(spec, port, baudrate, timeout_s)
+        self.file_calibration = calibration
+        self.normalizer: Optional[Normalizer] = None
+        self.max_step_rad = float(max_step_rad)
+        self._ids = {m.name: m.id for m in spec.motors}
+        self._names = {m.id: m.name for m in spec.motors}
+        self._registers = _state_registers(spec.bus)
+        self.last_positions: Optional[dict[str, float]] = None
+        self.calibration_written = False
+
+    # ----------------------------------------------------------- connect
+    def connect(self, configure: bool = True, leader: bool = False) -> None:
+        """Open the port, check the servos, make sure they carry our calibration, configure them."""
+        self.bus.open()
+        try:
+            self.bus.verify_models()
+            on_servos = read_calibration(self.bus, self.spec)
+            cal = self.file_calibration
+            if cal is None:
+                cal = on_servos  # the servos' EEPROM holds the calibration (LeRobot writes it there)
+            elif any(on_servos[n] != self._servo_view(cal[n]) for n in self.spec.joint_names):
+                self.bus.disable_torque()
+                write_calibration(self.bus, self.spec, cal)
+                self.calibration_written = True
+            resolutions = {m.name: self.bus.resolution(m.id) for m in self.spec.motors}
+            self.normalizer = Normalizer(self.spec, cal, resolutions)
+            if configure:
+                self._configure(leader)
+        except Exception:
+            self.bus.close()
+            raise
+
+    def _servo_view(self, c: MotorCalibration) -> MotorCalibration:
+        """What read_calibration returns for a file entry (Feetech keeps no drive mode in the servo)."""
+        if self.spec.bus == FEETECH:
+            proto1 = self.bus.codec.protocol_version == 1
+            return MotorCalibration(c.id, 0, 0 if proto1 else c.homing_offset, c.range_min, c.range_max)
+        return c
+
+    def _configure(self, leader: bool) -> None:
+        """LeRobot's configure(): position mode, fast replies; P/I/D for the Feetech followers."""
+        self.bus.disable_torque()
+        for m in self.spec.motors:
+            if self.spec.bus == FEETECH:
+                self.bus.write(m.id, "Return_Delay_Time", 0)
+                self.bus.write(m.id, "Operating_Mode", 0)
+                if self.bus.codec.protocol_version == 0:
+                    self.bus.write(m.id, "Maximum_Acceleration", 254)
+                self.bus.write(m.id, "Acceleration", 254)
+                if not leader:
+                    self.bus.write(m.id, "P_Coefficient", 16)
+                    self.bus.write(m.id, "I_Coefficient", 0)
+                    self.bus.write(m.id, "D_Coefficient", 32)
+            else:
+                self.bus.write(m.id, "Return_Delay_Time", 0)
+                mode = dxl.OPERATING_MODES[
+                    "current_position" if m.name.endswith("gripper") else "extended_position"
+                ]
+                if mode not in dxl.get_model(m.model).operating_modes:
+                    mode = dxl.OPERATING_MODES["extended_position"]
+                self.bus.write(m.id, "Operating_Mode", mode)
+
+    def close(self) -> None:
+        self.bus.close()
+
+    @property
+    def is_open(self) -> bool:
+        return self.bus.is_open
+
+    # -------------------------------------------------------------- state
+    def read(self) -> JointSample:
+        t0 = time.time()
+        regs = self.bus.sync_read_registers(self._registers, self.spec.motor_ids)
+        stamp = (t0 + time.time()) / 2
+        norm = self.normalizer
+        names = self.spec.joint_names
+        pos, vel, eff, lr, raw = [], [], [], [], {}
+        for m in self.spec.motors:
+            r = regs[m.id]
+            p = r["Present_Position"]
+            raw[m.id] = p
+            pos.append(norm.to_radians(m.name, p))
+            lr.append(norm.normalize(m.name, p))
+            vel.append(norm.velocity_to_rad_s(m.name, r["Present_Velocity"], self._velocity_unit(m.model)))
+            eff.append(self._effort(m.model, r))
+        self.last_positions = dict(zip(names, pos, strict=False))
+        return JointSample(stamp, names, pos, vel, eff, lr, raw)
+
+    def _velocity_unit(self, model: str) -> float:
+        if self.spec.bus == FEETECH:
+            return 2 * math.pi / ft.get_model(model).resolution  # steps/s
+        return dxl.VELOCITY_UNIT_RPM * 2 * math.pi / 60.0
+
+    def _effort(self, model: str, regs: Mapping[str, int]) -> float:
+        if self.spec.bus == FEETECH:
+            return regs["Present_Load"] / 1000.0 * ft.get_model(model).stall_torque_nm
+        info = dxl.get_model(model)
+        if info.current_unit_a:
+            return regs["Present_Current"] * info.current_unit_a / info.stall_current_a * info.stall_torque_nm
+        return regs["Present_Current"] / 1000.0 * info.stall_torque_nm  # Present_Load, 0.1 %
+
+    def read_health(self) -> list[MotorHealth]:
+        out = []
+        if self.spec.bus == FEETECH:
+            regs = ("Present_Voltage", "Present_Temperature")
+            vals = self.bus.sync_read_registers(regs, self.spec.motor_ids)
+            for m in self.spec.motors:
+                err = self.bus.servo_errors.get(m.id, 0)
+                out.append(
+                    MotorHealth(
+                        m.name,
+                        m.id,
+                        float(vals[m.id]["Present_Temperature"]),
+                        vals[m.id]["Present_Voltage"] / 10.0,
+                        err,
+                        ft.describe_error(err),
+                    )
+                )
+        else:
+            regs = ("Present_Input_Voltage", "Present_Temperature")
+            vals = self.bus.sync_read_registers(regs, self.spec.motor_ids)
+            hw = self.bus.sync_read("Hardware_Error_Status", self.spec.motor_ids)
+            for m in self.spec.motors:
+                out.append(
+                    MotorHealth(
+                        m.name,
+                        m.id,
+                        float(vals[m.id]["Present_Temperature"]),
+                        vals[m.id]["Present_Input_Voltage"] / 10.0,
+                        hw[m.id],
+                        dxl.describe_hardware_error(hw[m.id]),
+                    )
+                )
+        return out
+
+    # ------------------------------------------------------------- torque
+    def set_torque(self, on: bool) -> None:
+        if on:
+            self.bus.enable_torque()
+        else:
+            self.bus.disable_torque()
+
+    def hold_present(self) -> None:
+        """Goal := present position (no jump when torque comes on), then torque on."""
+        present = self.bus.sync_read("Present_Position", self.spec.motor_ids)
+        self.bus.sync_write("Goal_Position", present)
+        self.bus.enable_torque()
+
+    # ------------------------------------------------------------ commands
+    def safe_goals(self, targets: Mapping[str, float], present: Optional[Mapping[str, float]] = None):
+        """Validate and bound joint targets (rad); returns ({name: rad}, SafetyReport)."""
+        report = SafetyReport()
+        out = {}
+        present = present if present is not None else (self.last_positions or {})
+        for name, value in targets.items():
+            if name not in self._ids:
+                raise CommandError(
+                    f"unknown joint {name!r}; joints of {self.spec.name}: {', '.join(self.spec.joint_names)}"
+                )
+            value = float(value)
+            if not math.isfinite(value):
+                raise CommandError(f"non-finite target {value} for joint {name!r}: command rejected")
+            lim = self.spec.limits[name]
+            bounded = lim.clamp(value)
+            if bounded != value:
+                report.clamped.append(name)
+            if self.max_step_rad > 0 and name in present:
+                cur = present[name]
+                step = max(-self.max_step_rad, min(self.max_step_rad, bounded - cur))
+                if cur + step != bounded:
+                    report.step_limited.append(name)
+                bounded = cur + step
+            out[name] = bounded
+        return out, report
+
+    def write_goals(self, goals_rad: Mapping[str, float]) -> dict[int, int]:
+        """Radians -> ticks (inside the calibrated range) -> one sync write."""
+        ticks = {self._ids[n]: self.normalizer.from_radians(n, v) for n, v in goals_rad.items()}
+        self.bus.sync_write("Goal_Position", ticks)
+        return ticks
+
+    def goals_from_vector(self, values: Sequence[float]) -> dict[str, float]:
+        if len(values) != len(self.spec.joint_names):
+            raise CommandError(
+                f"{len(values)} values for {len(self.spec.joint_names)} joints "
+                f"({', '.join(self.spec.joint_names)}): command rejected"
+            )
+        return dict(zip(self.spec.joint_names, values, strict=False))

@@ -1,0 +1,145 @@
+"""joint_state_tf: joint states -> TF (what robot_state_publisher does), where tf2_msgs exists.
+
+Subscribes `joint_states`, computes each joint's parent->child transform from the URDF
+(`robot_description` topic or `urdf_path`), and publishes tf2_msgs/TFMessage on /tf (movable
+joints, stamped with the joint state's stamp) and /tf_static (fixed joints, transient local).
+tf2_msgs is not installable everywhere (not on PyPI): without it the node says so and exits 3;
+the forward kinematics live in lerobot_drivers.kinematics and are tested on their own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import rclpy
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+
+from lerobot_drivers.kinematics import UrdfError, parse_urdf, quaternion_xyzw
+
+try:  # guarded: tf2_msgs is not on PyPI (see docs/drivers.md)
+    from geometry_msgs.msg import TransformStamped
+    from tf2_msgs.msg import TFMessage
+except ImportError:  # pragma: no cover - depends on the installation
+    TFMessage = None
+
+STATIC_QOS = QoSProfile(
+    depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+)
+MISSING_TF2 = (
+    "tf2_msgs is not installed in this environment, so no TF can be published. Install the ROS package "
+    "(apt install ros-$ROS_DISTRO-tf2-msgs) in a ROS workspace; the robot description and joint_states still work."
+)
+
+
+@dataclass(frozen=True)
+class JointStateTfConfig:
+    urdf_path: str
+    frame_prefix: str
+
+
+def transforms_to_msgs(model, positions, stamp, frame_prefix="", include_fixed=False, movable=True):
+    out = []
+    for joint, parent, child, t in model.joint_transforms(positions, include_fixed=include_fixed):
+        if joint.movable != movable:
+            continue
+        msg = TransformStamped()
+        msg.header.stamp = stamp
+        msg.header.frame_id = frame_prefix + parent
+        msg.child_frame_id = frame_prefix + child
+        msg.transform.translation.x, msg.transform.translation.y, msg.transform.translation.z = (
+            float(v) for v in t[:3, 3]
+        )
+        q = quaternion_xyzw(t[:3, :3])
+        r = msg.transform.rotation
+        r.x, r.y, r.z, r.w = q
+        out.append(msg)
+    return out
+
+
+class JointStateTfNode(Node):
+    def __init__(self) -> None:
+        super().__init__("joint_state_tf")
+        self.declare_parameter(
+            "urdf_path",
+            "",
+            ParameterDescriptor(description="URDF file; empty = robot_description topic", read_only=True),
+        )
+        self.declare_parameter(
+            "frame_prefix", "", ParameterDescriptor(description="prefix for TF frame ids", read_only=True)
+        )
+        self.cfg = JointStateTfConfig(
+            self.get_parameter("urdf_path").value, self.get_parameter("frame_prefix").value
+        )
+        self.model = None
+        self.pub_tf = self.create_publisher(TFMessage, "/tf", QoSProfile(depth=100))
+        self.pub_static = self.create_publisher(TFMessage, "/tf_static", STATIC_QOS)
+        if self.cfg.urdf_path:
+            self._set_model(parse_urdf(self.cfg.urdf_path))
+        else:
+            desc_qos = QoSProfile(
+                depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+            )
+            self.create_subscription(String, "robot_description", self._on_description, desc_qos)
+        self.create_subscription(JointState, "joint_states", self._on_joint_states, QoSProfile(depth=10))
+
+    def _set_model(self, model) -> None:
+        self.model = model
+        stamp = self.get_clock().now().to_msg()
+        static = transforms_to_msgs(
+            model, {}, stamp, self.cfg.frame_prefix, include_fixed=True, movable=False
+        )
+        self.pub_static.publish(TFMessage(transforms=static))
+        self.get_logger().info(
+            f"TF for {model.name}: {len(model.movable_joints)} movable, {len(static)} fixed joints"
+        )
+
+    def _on_description(self, msg: String) -> None:
+        try:
+            self._set_model(parse_urdf(msg.data, is_text=True))
+        except UrdfError as exc:
+            self.get_logger().error(str(exc))
+
+    def _on_joint_states(self, msg: JointState) -> None:
+        if self.model is None or len(msg.name) != len(msg.position):
+            return
+        tfs = transforms_to_msgs(
+            self.model,
+            dict(zip(msg.name, msg.position, strict=False)),
+            msg.header.stamp,
+            self.cfg.frame_prefix,
+        )
+        if tfs:
+            self.pub_tf.publish(TFMessage(transforms=tfs))
+
+
+def main(args=None) -> int:
+    rclpy.init(args=args)
+    if TFMessage is None:
+        node = rclpy.create_node("joint_state_tf")
+        node.get_logger().error(MISSING_TF2)
+        node.destroy_node()
+        rclpy.try_shutdown()
+        return 3
+    try:
+        node = JointStateTfNode()
+    except (UrdfError, OSError) as exc:
+        print(f"joint_state_tf: {exc}", flush=True)
+        rclpy.try_shutdown()
+        return 2
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,623 @@
+"""motor_bus: lifecycle node owning one Feetech/Dynamixel servo bus (a follower or a leader arm).
+
+configure: open the port (retrying up to connect_timeout_s), check models, load/put the calibration.
+activate:  follower -> goal := present position, torque on; leader (read_only) -> torque off.
+           A bus thread then reads joint states at rate_hz and writes the newest safe goal.
+deactivate/shutdown/command timeout: the configured safe state (hold position or torque off).
+A vanished serial port is reported on /diagnostics and in the log, reopened every
+reconnect_period_s, and the arm resumes holding its present position.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import dataclass
+from typing import Optional
+
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rclpy.executors import ExternalShutdownException
+from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory
+
+from lerobot_drivers.arm import ArmBus, CommandError, JointSample
+from lerobot_drivers.bus import BusError, BusTimeoutError, PortError
+from lerobot_drivers.calibration import (
+    CalibrationError,
+    calibration_path,
+    find_calibration_file,
+    load_calibration,
+)
+from lerobot_drivers.robots import get_robot_spec
+
+SAFE_STATES = ("hold", "torque_off")
+
+
+@dataclass(frozen=True)
+class MotorBusConfig:
+    robot: str
+    port: str
+    baudrate: int
+    robot_id: str
+    calibration_file: str
+    calibration_dir: str
+    read_only: bool
+    use_degrees: bool
+    rate_hz: float
+    timeout_ms: float
+    joint_prefix: str
+    safe_state: str
+    command_timeout_s: float
+    max_step_rad: float
+    connect_timeout_s: float
+    reconnect_period_s: float
+    diagnostics_period_s: float
+    publish_lerobot_units: bool
+    autostart: bool
+
+
+def _stamp(t: float):
+    from builtin_interfaces.msg import Time
+
+    sec = int(t)
+    return Time(sec=sec, nanosec=int((t - sec) * 1e9))
+
+
+class MotorBusNode(LifecycleNode):
+    def __init__(self, node_name: str = "motor_bus") -> None:
+        super().__init__(node_name)
+        self.cfg = self._read_parameters()
+        self.spec = get_robot_spec(self.cfg.robot, use_degrees=self.cfg.use_degrees)
+        self.arm: Optional[ArmBus] = None
+        self._lock = threading.Lock()
+        self._target: Optional[dict[str, float]] = None
+        self._target_time = 0.0
+        self._timed_out = False
+        self._torque_on = False
+        self._thread: Optional[threading.Thread] = None
+        self._running = threading.Event()
+        self._stats = {"cycles": 0, "reconnects": 0, "bus_errors": 0, "rejected_commands": 0, "clamped": 0}
+        self._last_error = ""
+        self._loop_hz = 0.0
+        self._connected = False
+        self._health = []
+        self._cmd_subs = []
+        self._port_unreachable = False
+        names = [self.cfg.joint_prefix + n for n in self.spec.joint_names]
+        self._names = names
+        self._to_spec = dict(zip(names, self.spec.joint_names, strict=False))
+        qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        self.pub_js = self.create_lifecycle_publisher(JointState, "joint_states", qos)
+        self.pub_lr = (
+            self.create_lifecycle_publisher(JointState, "joint_states_lerobot", qos)
+            if self.cfg.publish_lerobot_units
+            else None
+        )
+        # diagnostics are published in every state (a failing bus must be visible while inactive)
+        self.pub_diag = self.create_publisher(DiagnosticArray, "diagnostics", QoSProfile(depth=10))
+        self._diag_timer = self.create_timer(self.cfg.diagnostics_period_s, self._publish_diagnostics)
+        if self.cfg.autostart:
+            self._autostart_timer = self.create_timer(0.01, self._autostart)
+
+    # ----------------------------------------------------------- parameters
+    def _read_parameters(self) -> MotorBusConfig:
+        def p(name, default, description, **kw):
+            self.declare_parameter(name, default, ParameterDescriptor(description=description, **kw))
+            return self.get_parameter(name).value
+
+        def frange(lo, hi):
+            return {"floating_point_range": [FloatingPointRange(from_value=lo, to_value=hi)]}
+
+        cfg = MotorBusConfig(
+            robot=p(
+                "robot",
+                "so101_follower",
+                "LeRobot robot type (so101_follower, so101_leader, koch_follower...)",
+                read_only=True,
+            ),
+            port=p(
+                "port",
+                "/dev/ttyACM0",
+                "serial port of the bus (a /dev/serial/by-id path is stable)",
+                read_only=True,
+            ),
+            baudrate=p(
+                "baudrate",
+                1_000_000,
+                "bus baud rate [bit/s]",
+                read_only=True,
+                integer_range=[IntegerRange(from_value=9600, to_value=4_000_000, step=1)],
+            ),
+            robot_id=p(
+                "robot_id",
+                "",
+                "LeRobot robot id: calibration from LeRobot's location; empty = servos' EEPROM",
+                read_only=True,
+            ),
+            calibration_file=p(
+                "calibration_file", "", "explicit calibration JSON path (overrides robot_id)", read_only=True
+            ),
+            calibration_dir=p(
+                "calibration_dir",
+                "",
+                "folder holding <robot_id>.json (LeRobot's calibration_dir)",
+                read_only=True,
+            ),
+            read_only=p(
+                "read_only", False, "leader arm: torque off, no commands, states only", read_only=True
+            ),
+            use_degrees=p(
+                "use_degrees",
+                False,
+                "LeRobot units in DEGREES instead of RANGE_M100_100 for body joints",
+                read_only=True,
+            ),
+            rate_hz=p(
+                "rate_hz",
+                100.0,
+                "bus read/write cycle and joint_states rate [Hz]",
+                read_only=True,
+                **frange(1.0, 1000.0),
+            ),
+            timeout_ms=p(
+                "timeout_ms",
+                20.0,
+                "per-transaction reply timeout [ms]",
+                read_only=True,
+                **frange(1.0, 1000.0),
+            ),
+            joint_prefix=p(
+                "joint_prefix", "", "prefix added to joint names (bimanual: right_ / left_)", read_only=True
+            ),
+            safe_state=p(
+                "safe_state",
+                "hold",
+                "on deactivate/shutdown/command timeout: hold | torque_off",
+                read_only=True,
+            ),
+            command_timeout_s=p(
+                "command_timeout_s",
+                0.5,
+                "no command for this long -> safe state [s]; 0 = never",
+                **frange(0.0, 60.0),
+            ),
+            max_step_rad=p(
+                "max_step_rad",
+                0.35,
+                "max goal distance from present position per cycle [rad]; 0 = off",
+                **frange(0.0, 6.3),
+            ),
+            connect_timeout_s=p(
+                "connect_timeout_s",
+                5.0,
+                "retry opening the bus this long in configure [s]",
+                read_only=True,
+                **frange(0.0, 120.0),
+            ),
+            reconnect_period_s=p(
+                "reconnect_period_s",
+                0.5,
+                "retry period after the bus vanished [s]",
+                read_only=True,
+                **frange(0.05, 60.0),
+            ),
+            diagnostics_period_s=p(
+                "diagnostics_period_s",
+                1.0,
+                "diagnostics + temperature/voltage read period [s]",
+                read_only=True,
+                **frange(0.1, 60.0),
+            ),
+            publish_lerobot_units=p(
+                "publish_lerobot_units",
+                True,
+                "also publish joint_states_lerobot (LeRobot units in position)",
+                read_only=True,
+            ),
+            autostart=p("autostart", False, "configure and activate right after start", read_only=True),
+        )
+        if cfg.safe_state not in SAFE_STATES:
+            raise ValueError(f"parameter safe_state={cfg.safe_state!r}: use one of {SAFE_STATES}")
+        return cfg
+
+    def _autostart(self) -> None:
+        """Configure + activate; while the bus is unreachable (port missing, servos silent), retry.
+
+        A graph may start the driver before the USB adapter (or the emulator) is there. A bad
+        calibration file is not retried: it needs a person.
+        """
+        self._autostart_timer.cancel()
+        self._port_unreachable = False
+        if self.trigger_configure() == TransitionCallbackReturn.SUCCESS:
+            self.trigger_activate()
+        elif self._port_unreachable:
+            self.get_logger().warning(
+                f"bus unreachable; retrying configure in {self.cfg.reconnect_period_s * 4:g} s"
+            )
+            self._autostart_timer = self.create_timer(self.cfg.reconnect_period_s * 4, self._autostart)
+
+    # ------------------------------------------------------------ lifecycle
+    def _load_calibration(self):
+        c = self.cfg
+        if c.calibration_file:
+            return load_calibration(c.calibration_file, self.spec), c.calibration_file
+        if c.robot_id:
+            path = find_calibration_file(self.spec, c.robot_id, c.calibration_dir or None)
+            if path is None:
+                expected = calibration_path(self.spec, c.robot_id, c.calibration_dir or None)
+                raise CalibrationError(
+                    f"no calibration for {c.robot} id {c.robot_id!r} at {expected}: run "
+                    f"`lerobot-ros-calibrate --robot {c.robot} --port {c.port} --id {c.robot_id}`"
+                )
+            return load_calibration(path, self.spec), str(path)
+        return None, "servo EEPROM"
+
+    def on_configure(self, state: State) -> TransitionCallbackReturn:
+        try:
+            cal, source = self._load_calibration()
+        except CalibrationError as exc:
+            self.get_logger().error(f"configure failed: {exc}")
+            return TransitionCallbackReturn.FAILURE
+        self.arm = ArmBus(
+            self.spec,
+            self.cfg.port,
+            cal,
+            self.cfg.baudrate,
+            self.cfg.timeout_ms / 1000.0,
+            self.cfg.max_step_rad,
+        )
+        deadline = time.monotonic() + self.cfg.connect_timeout_s
+        while True:
+            try:
+                self.arm.connect(configure=True, leader=self.cfg.read_only)
+                break
+            except (BusError, OSError, KeyError) as exc:
+                self._last_error = str(exc)
+                if time.monotonic() >= deadline:
+                    self.get_logger().error(f"configure failed: {exc}")
+                    self.arm = None
+                    self._port_unreachable = True
+                    return TransitionCallbackReturn.FAILURE
+                time.sleep(0.2)
+        self._connected = True
+        note = " (calibration written to the servos)" if self.arm.calibration_written else ""
+        self.get_logger().info(
+            f"{self.cfg.robot} on {self.cfg.port}: {len(self.spec.motors)} {self.spec.bus} servos, "
+            f"calibration from {source}{note}"
+        )
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_activate(self, state: State) -> TransitionCallbackReturn:
+        try:
+            self._enter_running_torque_state()
+        except BusError as exc:
+            self.get_logger().error(f"activate failed: {exc}")
+            return TransitionCallbackReturn.FAILURE
+        if not self.cfg.read_only:
+            self._create_command_subscriptions()
+        self._running.set()
+        self._thread = threading.Thread(target=self._bus_loop, name="motor-bus", daemon=True)
+        self._thread.start()
+        mode = (
+            "leader (read only, torque off)" if self.cfg.read_only else "follower (holding present position)"
+        )
+        self.get_logger().info(f"active as {mode}, {self.cfg.rate_hz:g} Hz")
+        return super().on_activate(state)
+
+    def _enter_running_torque_state(self) -> None:
+        with self._lock:
+            self._target = None
+            self._timed_out = False
+        if self.cfg.read_only:
+            self.arm.set_torque(False)
+            self._torque_on = False
+        else:
+            self.arm.hold_present()
+            self._torque_on = True
+
+    def _stop_loop(self) -> None:
+        self._running.clear()
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+            self._thread = None
+
+    def _safe_state(self, why: str) -> None:
+        if self.arm is None or not self.arm.is_open or self.cfg.read_only:
+            return
+        try:
+            if self.cfg.safe_state == "torque_off":
+                self.arm.set_torque(False)
+                self._torque_on = False
+            else:
+                self.arm.hold_present()
+                self._torque_on = True
+            self.get_logger().info(f"{why}: {self.cfg.safe_state}")
+        except BusError as exc:
+            self.get_logger().error(f"{why}: could not reach the safe state ({exc})")
+
+    def on_deactivate(self, state: State) -> TransitionCallbackReturn:
+        self._stop_loop()
+        self._destroy_command_subscriptions()
+        self._safe_state("deactivated")
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state: State) -> TransitionCallbackReturn:
+        if self.arm is not None:
+            self.arm.close()
+            self.arm = None
+        self._connected = False
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state: State) -> TransitionCallbackReturn:
+        self._stop_loop()
+        self._safe_state("shutdown")
+        if self.arm is not None:
+            self.arm.close()
+            self.arm = None
+        return TransitionCallbackReturn.SUCCESS
+
+    def shutdown_safely(self) -> None:
+        """Called from main() on Ctrl-C whatever the lifecycle state."""
+        self._stop_loop()
+        self._safe_state("shutdown")
+        if self.arm is not None:
+            self.arm.close()
+
+    # ------------------------------------------------------------- commands
+    def _create_command_subscriptions(self) -> None:
+        qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        self._cmd_subs = [
+            self.create_subscription(JointState, "joint_commands", self._on_joint_state_cmd, qos),
+            self.create_subscription(
+                Float64MultiArray, "forward_position_controller/commands", self._on_array_cmd, qos
+            ),
+            self.create_subscription(
+                JointTrajectory, "joint_trajectory_controller/joint_trajectory", self._on_trajectory_cmd, qos
+            ),
+        ]
+
+    def _destroy_command_subscriptions(self) -> None:
+        for sub in self._cmd_subs:
+            self.destroy_subscription(sub)
+        self._cmd_subs = []
+
+    def _accept(self, targets: dict[str, float], source: str) -> None:
+        try:
+            spec_targets = {}
+            for name, value in targets.items():
+                if name not in self._to_spec:
+                    raise CommandError(f"unknown joint {name!r}; joints: {', '.join(self._names)}")
+                if not math.isfinite(value):
+                    raise CommandError(f"non-finite target {value} for joint {name!r}")
+                spec_targets[self._to_spec[name]] = float(value)
+        except CommandError as exc:
+            self._stats["rejected_commands"] += 1
+            self.get_logger().warning(f"{source}: {exc}; command rejected", throttle_duration_sec=1.0)
+            return
+        with self._lock:
+            merged = dict(self._target or {})
+            merged.update(spec_targets)
+            self._target = merged
+            self._target_time = time.monotonic()
+
+    def _on_joint_state_cmd(self, msg: JointState) -> None:
+        if len(msg.position) != len(msg.name):
+            self._stats["rejected_commands"] += 1
+            self.get_logger().warning(
+                f"joint_commands: {len(msg.name)} names but {len(msg.position)} positions; rejected",
+                throttle_duration_sec=1.0,
+            )
+            return
+        self._accept(dict(zip(msg.name, msg.position, strict=False)), "joint_commands")
+
+    def _on_array_cmd(self, msg: Float64MultiArray) -> None:
+        if len(msg.data) != len(self._names):
+            self._stats["rejected_commands"] += 1
+            self.get_logger().warning(
+                f"forward_position_controller/commands: {len(msg.data)} values for {len(self._names)} joints "
+                f"({', '.join(self._names)}); rejected",
+                throttle_duration_sec=1.0,
+            )
+            return
+        self._accept(dict(zip(self._names, msg.data, strict=False)), "forward_position_controller/commands")
+
+    def _on_trajectory_cmd(self, msg: JointTrajectory) -> None:
+        if not msg.points or len(msg.points[0].positions) != len(msg.joint_names):
+            self._stats["rejected_commands"] += 1
+            self.get_logger().warning(
+                "joint_trajectory: needs one point with a position per joint; rejected",
+                throttle_duration_sec=1.0,
+            )
+            return
+        if len(msg.points) > 1:
+            self.get_logger().warning(
+                "joint_trajectory: only the first point is used", throttle_duration_sec=5.0
+            )
+        self._accept(dict(zip(msg.joint_names, msg.points[0].positions, strict=False)), "joint_trajectory")
+
+    # ------------------------------------------------------------- bus loop
+    def _bus_loop(self) -> None:
+        period = 1.0 / self.cfg.rate_hz
+        next_t = time.perf_counter()
+        consecutive_timeouts = 0
+        last_health = 0.0
+        last_reconnect = 0.0
+        rate_t0, rate_n = time.perf_counter(), 0
+        while self._running.is_set():
+            now = time.perf_counter()
+            if now < next_t:
+                time.sleep(next_t - now)
+            next_t += period
+            if time.perf_counter() - next_t > 5 * period:
+                next_t = time.perf_counter() + period  # fell far behind (reconnect): do not burst
+            if not self.arm.is_open:
+                if time.monotonic() - last_reconnect >= self.cfg.reconnect_period_s:
+                    last_reconnect = time.monotonic()
+                    self._try_reconnect()
+                continue
+            if not self.context.ok():
+                break  # Ctrl-C: rclpy is shutting down; main() puts the arm in its safe state
+            try:
+                sample = self.arm.read()
+                try:
+                    self._publish_sample(sample)
+                except Exception:
+                    if not self.context.ok():
+                        break
+                    raise
+                if not self.cfg.read_only:
+                    self._command_step(sample)
+                if time.monotonic() - last_health >= self.cfg.diagnostics_period_s:
+                    last_health = time.monotonic()
+                    self._health = self.arm.read_health()
+                consecutive_timeouts = 0
+                self._stats["cycles"] += 1
+                rate_n += 1
+                if rate_n >= 50:
+                    t = time.perf_counter()
+                    self._loop_hz = rate_n / (t - rate_t0)
+                    rate_t0, rate_n = t, 0
+            except PortError as exc:
+                self._bus_lost(str(exc))
+            except BusTimeoutError as exc:
+                consecutive_timeouts += 1
+                self._stats["bus_errors"] += 1
+                self._last_error = str(exc)
+                if consecutive_timeouts >= 5:
+                    self.arm.close()
+                    self._bus_lost(f"5 consecutive timeouts: {exc}")
+                else:
+                    self.get_logger().warning(str(exc), throttle_duration_sec=1.0)
+            except BusError as exc:
+                self._stats["bus_errors"] += 1
+                self._last_error = str(exc)
+                self.get_logger().warning(f"bus error: {exc}", throttle_duration_sec=1.0)
+
+    def _bus_lost(self, why: str) -> None:
+        self._stats["bus_errors"] += 1
+        self._connected = False
+        self._last_error = why
+        self.arm.close()
+        self.get_logger().error(
+            f"lost the bus on {self.cfg.port}: {why}; retrying every {self.cfg.reconnect_period_s:g} s"
+        )
+
+    def _try_reconnect(self) -> None:
+        try:
+            self.arm.connect(configure=True, leader=self.cfg.read_only)
+            self._enter_running_torque_state()
+        except (BusError, OSError) as exc:
+            self.arm.close()
+            self._last_error = f"reconnect failed: {exc}"
+            return
+        self._connected = True
+        self._stats["reconnects"] += 1
+        self.get_logger().info(
+            f"bus on {self.cfg.port} is back; resumed ({'torque off' if self.cfg.read_only else 'holding present position'})"
+        )
+
+    def _command_step(self, sample: JointSample) -> None:
+        with self._lock:
+            target = dict(self._target) if self._target else None
+            age = time.monotonic() - self._target_time
+        if target is None:
+            return
+        if self.cfg.command_timeout_s > 0 and age > self.cfg.command_timeout_s:
+            if not self._timed_out:
+                self._timed_out = True
+                self.get_logger().warning(f"no command for {age:.2f} s (> command_timeout_s)")
+                self._safe_state("command timeout")
+            return
+        if self._timed_out:
+            self._timed_out = False
+            if not self._torque_on:
+                self.arm.hold_present()
+                self._torque_on = True
+            self.get_logger().info("commands resumed")
+        goals, report = self.arm.safe_goals(target, dict(zip(sample.names, sample.position, strict=False)))
+        if report.clamped:
+            self._stats["clamped"] += 1
+        self.arm.write_goals(goals)
+
+    # ---------------------------------------------------------------- output
+    def _publish_sample(self, sample: JointSample) -> None:
+        msg = JointState()
+        msg.header.stamp = _stamp(sample.stamp)
+        msg.name = self._names
+        msg.position = sample.position
+        msg.velocity = sample.velocity
+        msg.effort = sample.effort
+        self.pub_js.publish(msg)
+        if self.pub_lr is not None:
+            lr = JointState()
+            lr.header.stamp = msg.header.stamp
+            lr.name = self._names
+            lr.position = sample.lerobot
+            self.pub_lr.publish(lr)
+
+    def _publish_diagnostics(self) -> None:
+        arr = DiagnosticArray()
+        arr.header.stamp = self.get_clock().now().to_msg()
+        bus = DiagnosticStatus()
+        bus.name = f"{self.get_name()}: {self.spec.bus} bus {self.cfg.port}"
+        bus.hardware_id = self.cfg.port
+        stats = self.arm.bus.stats if self.arm is not None else None
+        if not self._connected:
+            bus.level = DiagnosticStatus.ERROR
+            bus.message = f"disconnected: {self._last_error}" if self._last_error else "not connected"
+        elif self._last_error and self._stats["bus_errors"]:
+            bus.level = DiagnosticStatus.WARN
+            bus.message = f"connected; last error: {self._last_error}"
+        else:
+            bus.level = DiagnosticStatus.OK
+            bus.message = "connected"
+        values = {
+            "robot": self.cfg.robot,
+            "loop_rate_hz": f"{self._loop_hz:.1f}",
+            "cycles": str(self._stats["cycles"]),
+            "bus_errors": str(self._stats["bus_errors"]),
+            "reconnects": str(self._stats["reconnects"]),
+            "rejected_commands": str(self._stats["rejected_commands"]),
+            "torque": "on" if self._torque_on else "off",
+        }
+        if stats is not None:
+            values.update(timeouts=str(stats.timeouts), corrupt_packets=str(stats.corrupt_packets))
+        bus.values = [KeyValue(key=k, value=v) for k, v in values.items()]
+        arr.status.append(bus)
+        for h in list(self._health):
+            st = DiagnosticStatus()
+            st.name = f"{self.get_name()}: {self.cfg.joint_prefix}{h.name} (id {h.servo_id})"
+            st.hardware_id = f"{self.cfg.port}#{h.servo_id}"
+            st.level = DiagnosticStatus.ERROR if h.error_bits else DiagnosticStatus.OK
+            st.message = "; ".join(h.messages) if h.messages else "ok"
+            st.values = [
+                KeyValue(key="temperature_c", value=f"{h.temperature_c:.0f}"),
+                KeyValue(key="voltage_v", value=f"{h.voltage_v:.1f}"),
+                KeyValue(key="error_bits", value=f"0x{h.error_bits:02x}"),
+            ]
+            arr.status.append(st)
+        self.pub_diag.publish(arr)
+
+
+def main(args=None) -> int:
+    rclpy.init(args=args)
+    node = MotorBusNode()
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.shutdown_safely()
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,172 @@
+"""teleop: leader arm joint states -> follower joint commands, through ROS topics.
+
+Subscribes ``leader_joint_states`` (default /leader/joint_states), publishes the mapped targets on
+``joint_commands`` (sensor_msgs/JointState, positions by name) at ``rate_hz`` while the leader is
+fresh; when the leader goes quiet for ``leader_timeout_s`` it stops sending, so the follower's own
+command timeout puts it in its safe state.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+import rclpy
+from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
+from rclpy.executors import ExternalShutdownException
+from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+
+from lerobot_drivers.robots import get_robot_spec
+from lerobot_drivers.teleop import TeleopMapper, parse_joint_map
+
+
+@dataclass(frozen=True)
+class TeleopConfig:
+    leader_robot: str
+    follower_robot: str
+    joint_map: tuple
+    leader_prefix: str
+    follower_prefix: str
+    rate_hz: float
+    leader_timeout_s: float
+    autostart: bool
+
+
+class TeleopNode(LifecycleNode):
+    def __init__(self) -> None:
+        super().__init__("teleop")
+        ro = {"read_only": True}
+
+        def p(name, default, description, **kw):
+            self.declare_parameter(name, default, ParameterDescriptor(description=description, **kw))
+            return self.get_parameter(name).value
+
+        self.cfg = TeleopConfig(
+            leader_robot=p("leader_robot", "so101_leader", "LeRobot type of the leader arm", **ro),
+            follower_robot=p("follower_robot", "so101_follower", "LeRobot type of the follower arm", **ro),
+            joint_map=tuple(p("joint_map", [""], "leader:follower joint pairs; empty = same names", **ro)),
+            leader_prefix=p("leader_prefix", "", "prefix of the leader's published joint names", **ro),
+            follower_prefix=p("follower_prefix", "", "prefix of the follower's joint names", **ro),
+            rate_hz=p(
+                "rate_hz",
+                100.0,
+                "command publish rate [Hz]",
+                read_only=True,
+                floating_point_range=[FloatingPointRange(from_value=1.0, to_value=1000.0)],
+            ),
+            leader_timeout_s=p(
+                "leader_timeout_s",
+                0.25,
+                "stop commanding when the leader is older [s]",
+                floating_point_range=[FloatingPointRange(from_value=0.01, to_value=10.0)],
+            ),
+            autostart=p("autostart", False, "configure and activate right after start", **ro),
+        )
+        self.mapper = None
+        self._latest = None
+        self._latest_t = 0.0
+        self._lock = threading.Lock()
+        self._stale_logged = False
+        self.sent = 0
+        self.pub = self.create_lifecycle_publisher(
+            JointState, "joint_commands", QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        )
+        self.sub = None
+        self.timer = None
+        if self.cfg.autostart:
+            self._auto = self.create_timer(0.01, self._autostart)
+
+    def _autostart(self):
+        self._auto.cancel()
+        if self.trigger_configure() == TransitionCallbackReturn.SUCCESS:
+            self.trigger_activate()
+
+    def on_configure(self, state: State) -> TransitionCallbackReturn:
+        try:
+            self.mapper = TeleopMapper(
+                get_robot_spec(self.cfg.leader_robot),
+                get_robot_spec(self.cfg.follower_robot),
+                parse_joint_map(self.cfg.joint_map),
+                self.cfg.leader_prefix,
+                self.cfg.follower_prefix,
+            )
+        except (KeyError, ValueError) as exc:
+            self.get_logger().error(f"configure failed: {exc}")
+            return TransitionCallbackReturn.FAILURE
+        # leader states: keep only the newest
+        self.sub = self.create_subscription(
+            JointState,
+            "leader_joint_states",
+            self._on_leader,
+            QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE),
+        )
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_activate(self, state: State) -> TransitionCallbackReturn:
+        self.timer = self.create_timer(1.0 / self.cfg.rate_hz, self._tick)
+        self.get_logger().info(
+            f"{self.cfg.leader_robot} ({self.sub.topic_name}) -> {self.cfg.follower_robot} ({self.pub.topic_name}) "
+            f"at {self.cfg.rate_hz:g} Hz"
+        )
+        return super().on_activate(state)
+
+    def on_deactivate(self, state: State) -> TransitionCallbackReturn:
+        if self.timer is not None:
+            self.destroy_timer(self.timer)
+            self.timer = None
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state: State) -> TransitionCallbackReturn:
+        if self.sub is not None:
+            self.destroy_subscription(self.sub)
+            self.sub = None
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state: State) -> TransitionCallbackReturn:
+        return TransitionCallbackReturn.SUCCESS
+
+    def _on_leader(self, msg: JointState) -> None:
+        targets = self.mapper.map(msg.name, msg.position)
+        with self._lock:
+            self._latest = targets
+            self._latest_t = time.monotonic()
+
+    def _tick(self) -> None:
+        with self._lock:
+            targets, age = self._latest, time.monotonic() - self._latest_t
+        if not targets:
+            return
+        if age > self.cfg.leader_timeout_s:
+            if not self._stale_logged:
+                self._stale_logged = True
+                self.get_logger().warning(f"leader silent for {age:.2f} s: not commanding the follower")
+            return
+        if self._stale_logged:
+            self._stale_logged = False
+            self.get_logger().info("leader back: teleoperating")
+        msg = JointState()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.name = list(targets)
+        msg.position = [targets[n] for n in msg.name]
+        self.pub.publish(msg)
+        self.sent += 1
+
+
+def main(args=None) -> int:
+    rclpy.init(args=args)
+    node = TeleopNode()
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,49 @@
+"""The one-command teleop demo graph (profiles/so101_teleop_demo.yaml) through lerobot-launch."""
+
+import pytest
+
+pytestmark = pytest.mark.ros
+
+
+def test_teleop_demo_graph_runs(ros_node, tmp_path):
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from sensor_msgs.msg import Image, JointState
+    from std_msgs.msg import String
+
+    from lerobot_bringup.testing import MessageCollector, RosProcess, wait_until
+
+    latched = QoSProfile(
+        depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+    )
+    leader = MessageCollector(ros_node, JointState, "/leader/joint_states")
+    follower = MessageCollector(ros_node, JointState, "/joint_states")
+    cmds = MessageCollector(ros_node, JointState, "/joint_commands")
+    images = MessageCollector(ros_node, Image, "/cameras/front/image_raw")
+    desc = MessageCollector(ros_node, String, "/robot_description", latched)
+    args = [
+        "so101_teleop_demo",
+        f"leader_port:={tmp_path / 'leader'}",
+        f"follower_port:={tmp_path / 'follower'}",
+        "camera_width:=160",
+        "camera_height:=120",
+    ]
+    with RosProcess("lerobot_bringup", "lerobot-launch", args=args, ros_args=False) as graph:
+        leader.wait(100, timeout=120)
+        cmds.wait(50, timeout=60)
+        images.wait(5, timeout=60)
+        assert desc.wait(1, timeout=10)[0].data.startswith("<?xml")
+        assert wait_until(lambda: len(follower.messages) > 100, 90), graph.output()[-3000:]
+        # the virtual hand moves the leader; the follower goes where the leader is
+        assert wait_until(lambda: max(abs(m.position[1]) for m in leader.messages[-50:]) > 0.2, 30)
+        last = leader.messages[-1].position
+        assert wait_until(
+            lambda: max(
+                abs(a - b)
+                for a, b in zip(follower.messages[-1].position, leader.messages[-1].position, strict=False)
+            )
+            < 0.3,
+            10,
+        ), graph.output()[-3000:]
+        assert last is not None
+        assert graph.returncode is None, graph.output()[-3000:]
+    assert graph.returncode == 0, graph.output()[-3000:]

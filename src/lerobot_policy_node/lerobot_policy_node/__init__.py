@@ -1,0 +1,1 @@
+"""Runs LeRobot policy checkpoints (ACT, Diffusion) at a steady control rate with asynchronous chunked inference and safety limits."""

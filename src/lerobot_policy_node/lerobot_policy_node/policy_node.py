@@ -1,0 +1,598 @@
+"""`policy` lifecycle node: runs a LeRobot checkpoint on a ROS robot at a fixed control rate.
+
+configure: load the checkpoint, subscribe to joint states and cameras. activate: start the control
+and inference threads (if `run_on_activate`) or wait for a `policy/run` goal. deactivate: stop
+and hold the last command. The work itself is in the ROS-free `controller`, `action_queue`,
+`observation` and `safety` modules; this class only wires parameters and messages.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import rclpy
+from builtin_interfaces.msg import Duration
+from lifecycle_msgs.msg import State as StateMsg
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from sensor_msgs.msg import Image, JointState
+from std_msgs.msg import Float64MultiArray, String
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from lerobot_msgs.action import RunPolicy
+from lerobot_msgs.msg import ActionChunk, PolicyStatus
+from lerobot_msgs.srv import LoadPolicy
+from lerobot_recorder.image_conversion import image_msg_to_rgb
+
+from .action_queue import QUEUE_MODES, SchedulerConfig
+from .controller import RUNNING, ChunkInfo, PolicyController, joint_mapper
+from .observation import ObservationBuilder, ObservationSpec, camera_name
+from .runtime import PolicyLoadError, load_policy
+from .safety import SafetyFilter, SafetyLimits
+
+COMMAND_INTERFACES = ("joint_state", "forward_position", "joint_trajectory")
+SO101_JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
+QOS_COMMAND = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)  # latest command only
+QOS_STATUS = QoSProfile(
+    depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+)
+QOS_JOINTS = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
+
+
+@dataclass(frozen=True)
+class PolicyNodeConfig:
+    policy_path: str
+    device: str
+    task: str
+    task_topic: str
+    fps: float
+    interpolation_multiplier: int
+    queue_mode: str
+    refill_threshold: float
+    n_action_steps: int
+    temporal_ensemble_coeff: float
+    command_interface: str
+    joint_names: list[str]
+    joint_units: str
+    robot: str
+    joint_lower_limits: list[float]
+    joint_upper_limits: list[float]
+    max_step_rad: float
+    max_observation_age_s: float
+    run_on_activate: bool
+    publish_chunks: bool
+    torch_threads: int
+    control_priority: int
+    autostart: bool
+
+
+class PolicyNode(LifecycleNode):
+    def __init__(self, **kwargs):
+        super().__init__("policy", **kwargs)
+        self.cfg = self._read_parameters()
+        self.policy = None
+        self.policy_path = ""
+        self.controller: PolicyController | None = None
+        self.task = self.cfg.task
+        self._subs = []
+        self._lock = threading.Lock()
+        self._run_goal_active = False
+        self._chunk_index = 0
+        self._status_state = PolicyStatus.STATE_UNCONFIGURED
+        self._status_message = ""
+        self._cb_group = ReentrantCallbackGroup()
+        self.pub_status = self.create_publisher(PolicyStatus, "policy/status", QOS_STATUS)
+        self.pub_chunk = self.create_publisher(ActionChunk, "policy/action_chunk", QoSProfile(depth=5))
+        self._pub_cmd = None
+        self.create_service(
+            LoadPolicy, "policy/load_policy", self._on_load_policy, callback_group=self._cb_group
+        )
+        self._action_server = ActionServer(
+            self,
+            RunPolicy,
+            "policy/run",
+            execute_callback=self._execute_run,
+            goal_callback=self._on_goal,
+            cancel_callback=lambda _g: CancelResponse.ACCEPT,
+            callback_group=self._cb_group,
+        )
+        self.create_timer(1.0, self._publish_status, callback_group=MutuallyExclusiveCallbackGroup())
+        if self.cfg.task_topic:
+            self.create_subscription(String, self.cfg.task_topic, self._on_task, QOS_STATUS)
+        self._publish_status()
+        if self.cfg.autostart:
+            self._autostart_timer = self.create_timer(0.01, self._autostart)
+
+    # ------------------------------------------------------------------ parameters
+    def _read_parameters(self) -> PolicyNodeConfig:
+        def p(name, default, description, read_only=True, **kw):
+            self.declare_parameter(
+                name, default, ParameterDescriptor(description=description, read_only=read_only, **kw)
+            )
+            return self.get_parameter(name).value
+
+        def frange(lo, hi):
+            return {"floating_point_range": [FloatingPointRange(from_value=lo, to_value=hi)]}
+
+        cfg = PolicyNodeConfig(
+            policy_path=p("policy_path", "", "checkpoint directory as LeRobot saves it (pretrained_model/)"),
+            device=p("device", "cpu", "torch device for inference (cpu, cuda, ...)"),
+            task=p("task", "", "task string for language-conditioned policies", read_only=False),
+            task_topic=p(
+                "task_topic", "", "std_msgs/String topic that sets the task; empty = parameter only"
+            ),
+            fps=p("fps", 30.0, "policy action rate = the training dataset's fps [Hz]", **frange(1.0, 1000.0)),
+            interpolation_multiplier=p(
+                "interpolation_multiplier",
+                1,
+                "commands per policy action (linear interpolation); control rate = fps x this",
+                integer_range=[IntegerRange(from_value=1, to_value=20, step=1)],
+            ),
+            queue_mode=p(
+                "queue_mode",
+                "replace",
+                f"chunk merging: {' | '.join(QUEUE_MODES)} (replace = RTC-style, skips the delay)",
+            ),
+            refill_threshold=p(
+                "refill_threshold",
+                0.5,
+                "infer the next chunk when queue <= this x n_action_steps",
+                **frange(0.0, 1.0),
+            ),
+            n_action_steps=p(
+                "n_action_steps", 0, "actions used per chunk; 0 = the checkpoint's n_action_steps"
+            ),
+            temporal_ensemble_coeff=p(
+                "temporal_ensemble_coeff", 0.01, "ACT temporal ensembling coefficient (queue_mode ensemble)"
+            ),
+            command_interface=p(
+                "command_interface", "joint_state", f"command output: {' | '.join(COMMAND_INTERFACES)}"
+            ),
+            joint_names=p(
+                "joint_names",
+                SO101_JOINTS,
+                "robot joints in the policy's state/action order (names as LeRobot spells them)",
+            ),
+            joint_units=p(
+                "joint_units", "rad", "units the policy was trained in: rad | deg (ROS side is always rad)"
+            ),
+            robot=p(
+                "robot",
+                "so101_follower",
+                "robot type for default joint limits (lerobot_drivers.robots); empty = none",
+            ),
+            joint_lower_limits=p(
+                "joint_lower_limits", [0.0], "lower joint limits [rad]; [0.0] = from the robot type"
+            ),
+            joint_upper_limits=p(
+                "joint_upper_limits", [0.0], "upper joint limits [rad]; [0.0] = from the robot type"
+            ),
+            max_step_rad=p(
+                "max_step_rad",
+                0.05,
+                "max change of any joint command per control step [rad]",
+                **frange(1e-6, 10.0),
+            ),
+            max_observation_age_s=p(
+                "max_observation_age_s",
+                0.5,
+                "older observations -> hold the last command [s]",
+                **frange(0.001, 60.0),
+            ),
+            run_on_activate=p(
+                "run_on_activate",
+                True,
+                "command the robot as soon as the node is active (else wait for policy/run)",
+            ),
+            publish_chunks=p("publish_chunks", True, "publish every inferred chunk on policy/action_chunk"),
+            torch_threads=p("torch_threads", 0, "torch intra-op threads for inference; 0 = torch default"),
+            control_priority=p(
+                "control_priority",
+                0,
+                "SCHED_FIFO priority of the control thread (1-99, needs CAP_SYS_NICE); 0 = normal scheduling",
+                integer_range=[IntegerRange(from_value=0, to_value=99, step=1)],
+            ),
+            autostart=p("autostart", False, "configure and activate right after start"),
+        )
+        if cfg.command_interface not in COMMAND_INTERFACES:
+            raise ValueError(
+                f"parameter command_interface={cfg.command_interface!r}: use one of {COMMAND_INTERFACES}"
+            )
+        if cfg.queue_mode not in QUEUE_MODES:
+            raise ValueError(f"parameter queue_mode={cfg.queue_mode!r}: use one of {QUEUE_MODES}")
+        if cfg.joint_units not in ("rad", "deg"):
+            raise ValueError(f"parameter joint_units={cfg.joint_units!r}: use rad or deg")
+        return cfg
+
+    def _autostart(self) -> None:
+        self._autostart_timer.cancel()
+        if self.trigger_configure() == TransitionCallbackReturn.SUCCESS:
+            self.trigger_activate()
+
+    def _limits(self) -> SafetyLimits:
+        c, n = self.cfg, len(self.cfg.joint_names)
+        lower = c.joint_lower_limits if len(c.joint_lower_limits) == n else None
+        upper = c.joint_upper_limits if len(c.joint_upper_limits) == n else None
+        if (lower is None or upper is None) and c.robot:
+            try:
+                from lerobot_drivers.robots import get_robot_spec
+
+                spec = get_robot_spec(c.robot)
+                lower = lower or [
+                    spec.limits[j].lower if j in spec.limits else -np.inf for j in c.joint_names
+                ]
+                upper = upper or [spec.limits[j].upper if j in spec.limits else np.inf for j in c.joint_names]
+            except (ImportError, KeyError, ValueError) as exc:
+                self.get_logger().warn(
+                    f"no joint limits from robot {c.robot!r} ({exc}); commands are only rate-limited"
+                )
+        return SafetyLimits.build(n, lower, upper, c.max_step_rad)
+
+    # ------------------------------------------------------------------ loading
+    def _load(self, path: str, device: str) -> str:
+        """Load a checkpoint and build the controller; returns '' or the error message."""
+        if not path:
+            return "no policy_path given (parameter policy_path or the policy/load_policy service)"
+        try:
+            if self.cfg.torch_threads > 0:
+                import torch
+
+                torch.set_num_threads(self.cfg.torch_threads)
+            policy = load_policy(path, device=device or "cpu")
+            pc = policy.config
+            n_steps = self.cfg.n_action_steps or pc.n_action_steps
+            mode = self.cfg.queue_mode
+            coeff = self.cfg.temporal_ensemble_coeff
+            if pc.temporal_ensemble_coeff is not None and mode == "replace":
+                mode, coeff = "ensemble", pc.temporal_ensemble_coeff  # what the checkpoint was tuned for
+            sched = SchedulerConfig(
+                fps=self.cfg.fps,
+                n_action_steps=min(n_steps, pc.chunk_size),
+                chunk_size=pc.chunk_size,
+                mode=mode,
+                refill_threshold=self.cfg.refill_threshold,
+                interpolation_multiplier=self.cfg.interpolation_multiplier,
+                ensemble_coeff=coeff,
+            )
+            joints = list(self.cfg.joint_names)
+            state = pc.state_feature
+            state_names = [n[:-4] if n.endswith(".pos") else n for n in (pc.state_names or joints)]
+            if state is not None and len(state_names) != state.shape[0]:
+                raise ValueError(
+                    f"the policy's observation.state has {state.shape[0]} values but joint_names has "
+                    f"{len(state_names)}: set joint_names to the policy's state order"
+                )
+            action_names = list(pc.action_names or joints)
+            if len(action_names) != pc.action_dim:
+                raise ValueError(
+                    f"the policy's action has {pc.action_dim} values but joint_names has {len(action_names)}"
+                )
+            obs = ObservationBuilder(
+                ObservationSpec(
+                    state_names=tuple(state_names),
+                    image_shapes=dict(pc.image_features),
+                    fps=self.cfg.fps,
+                    max_age_s=self.cfg.max_observation_age_s,
+                    deg=self.cfg.joint_units == "deg",
+                )
+            )
+            controller = PolicyController(
+                policy,
+                obs,
+                sched,
+                SafetyFilter(self._limits()),
+                publish_command=self._publish_command,
+                now_ns=lambda: self.get_clock().now().nanoseconds,
+                task=self.task or None,
+                action_to_joint=joint_mapper(action_names, joints, deg=self.cfg.joint_units == "deg"),
+                on_chunk=self._on_chunk,
+                on_state_change=self._on_controller_state,
+                control_priority=self.cfg.control_priority,
+            )
+        except (PolicyLoadError, ValueError) as exc:
+            return str(exc)
+        self.policy, self.policy_path, self.controller = policy, path, controller
+        self._action_names = action_names
+        self.get_logger().info(
+            f"loaded {pc.type} from {path}: chunk {pc.chunk_size}, {sched.n_action_steps} steps used, queue "
+            f"{sched.mode}, control {sched.control_rate_hz:g} Hz, images {dict(pc.image_features)}"
+        )
+        return ""
+
+    # ------------------------------------------------------------------ lifecycle
+    def on_configure(self, state: State) -> TransitionCallbackReturn:
+        # a policy loaded through policy/load_policy while unconfigured wins over the parameter
+        err = "" if self.controller is not None else self._load(self.cfg.policy_path, self.cfg.device)
+        if err:
+            self.get_logger().error(f"configure failed: {err}")
+            self._set_status(PolicyStatus.STATE_ERROR, err)
+            return TransitionCallbackReturn.FAILURE
+        self._create_io()
+        self._set_status(PolicyStatus.STATE_INACTIVE, "loaded")
+        return TransitionCallbackReturn.SUCCESS
+
+    def _create_io(self) -> None:
+        for sub in self._subs:
+            self.destroy_subscription(sub)
+        self._subs = [self.create_subscription(JointState, "joint_states", self._on_joints, QOS_JOINTS)]
+        for key in self.policy.config.image_features:
+            topic = f"cameras/{camera_name(key)}/image_raw"
+            self._subs.append(
+                self.create_subscription(
+                    Image, topic, lambda m, k=key: self._on_image(k, m), qos_profile_sensor_data
+                )
+            )
+        if self._pub_cmd is None:
+            kind = {
+                "joint_state": (JointState, "joint_commands"),
+                "forward_position": (Float64MultiArray, "forward_position_controller/commands"),
+                "joint_trajectory": (JointTrajectory, "joint_trajectory_controller/joint_trajectory"),
+            }
+            msg_type, topic = kind[self.cfg.command_interface]
+            self._pub_cmd = self.create_publisher(msg_type, topic, QOS_COMMAND)
+
+    def on_activate(self, state: State) -> TransitionCallbackReturn:
+        if self.cfg.run_on_activate:
+            self._start_controller()
+        else:
+            self._set_status(PolicyStatus.STATE_INACTIVE, "active, waiting for a policy/run goal")
+        return super().on_activate(state)
+
+    def on_deactivate(self, state: State) -> TransitionCallbackReturn:
+        self._stop_controller("deactivated")
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state: State) -> TransitionCallbackReturn:
+        self._stop_controller("cleaned up")
+        for sub in self._subs:
+            self.destroy_subscription(sub)
+        self._subs = []
+        self.policy = self.controller = None  # release the model; configure loads it again
+        self._set_status(PolicyStatus.STATE_UNCONFIGURED, "")
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state: State) -> TransitionCallbackReturn:
+        self._stop_controller("shutdown")
+        return TransitionCallbackReturn.SUCCESS
+
+    def _start_controller(self) -> None:
+        if self.controller is None or self.controller.running:
+            return
+        self.controller.task = self.task or None
+        self._chunk_index = 0
+        self.controller.start()
+        self._set_status(PolicyStatus.STATE_HOLDING, "starting")
+
+    def _stop_controller(self, why: str) -> None:
+        if self.controller is not None and self.controller.running:
+            hold = self.controller.stop()
+            if hold is not None:
+                self._publish_command(hold, True)  # hold where we are
+            if self._ok():
+                self.get_logger().info(f"policy stopped ({why}); holding the last command")
+        if self.controller is not None:
+            self._set_status(PolicyStatus.STATE_INACTIVE, why)
+
+    def _is_active(self) -> bool:
+        return self._state_machine.current_state[0] == StateMsg.PRIMARY_STATE_ACTIVE
+
+    # ------------------------------------------------------------------ inputs
+    def _on_joints(self, msg: JointState) -> None:
+        if self.controller is not None and len(msg.position):
+            self.controller.obs.push_joints(
+                msg.name, msg.position, msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+            )
+
+    def _on_image(self, key: str, msg: Image) -> None:
+        if self.controller is None:
+            return
+        try:
+            rgb = image_msg_to_rgb(msg)
+        except ValueError as exc:
+            self.get_logger().error(f"camera {key}: {exc}", throttle_duration_sec=5.0)
+            return
+        self.controller.obs.push_image(
+            key, rgb, msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        )
+
+    def _on_task(self, msg: String) -> None:
+        self.task = msg.data
+        if self.controller is not None:
+            self.controller.task = msg.data or None
+
+    # ------------------------------------------------------------------ outputs
+    def _publish_command(self, positions: np.ndarray, held: bool) -> None:
+        pub = self._pub_cmd
+        if pub is None or not self._ok():
+            return
+        values = [float(v) for v in positions]
+        stamp = self.get_clock().now().to_msg()
+        names = list(self.cfg.joint_names)
+        if self.cfg.command_interface == "joint_state":
+            msg = JointState(name=names, position=values)
+            msg.header.stamp = stamp
+        elif self.cfg.command_interface == "forward_position":
+            msg = Float64MultiArray(data=values)
+        else:
+            period = 1.0 / (self.cfg.fps * self.cfg.interpolation_multiplier)
+            msg = JointTrajectory(joint_names=names)
+            msg.header.stamp = stamp
+            msg.points = [JointTrajectoryPoint(positions=values, time_from_start=_duration(period))]
+        pub.publish(msg)
+
+    def _on_chunk(self, info: ChunkInfo) -> None:
+        if not self.cfg.publish_chunks or not self._ok():
+            return
+        msg = ActionChunk(
+            policy_type=self.policy.config.type,
+            chunk_index=info.index,
+            inference_latency_s=info.latency_s,
+            actions_skipped=info.skipped,
+        )
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(int(info.obs_stamp_ns), 1_000_000_000)
+        msg.trajectory.joint_names = list(self._action_names)
+        period = 1.0 / self.cfg.fps
+        msg.trajectory.points = [
+            JointTrajectoryPoint(positions=[float(v) for v in row], time_from_start=_duration(k * period))
+            for k, row in enumerate(info.chunk)
+        ]
+        self.pub_chunk.publish(msg)
+
+    def _on_controller_state(self, state: str, message: str) -> None:
+        # publish when RUNNING <-> HOLDING or the kind of hold reason changes (not every detail)
+        kind = (state, message.split("(")[0].split(":")[0].strip())
+        if kind != getattr(self, "_last_controller_state", None):
+            self._last_controller_state = kind
+            if message:
+                self.get_logger().info(f"{state}: {message}", throttle_duration_sec=2.0)
+            self._publish_status()
+
+    def _ok(self) -> bool:
+        return rclpy.ok(context=self.context)
+
+    def _set_status(self, state: int, message: str) -> None:
+        self._status_state, self._status_message = state, message
+        self._publish_status()
+
+    def _publish_status(self) -> None:
+        if not self._ok():
+            return
+        msg = PolicyStatus(
+            state=self._status_state,
+            message=self._status_message,
+            policy_path=self.policy_path,
+            task=self.task,
+            control_rate_hz=self.cfg.fps * self.cfg.interpolation_multiplier,
+        )
+        msg.header.stamp = self.get_clock().now().to_msg()
+        c = self.controller
+        if c is not None:
+            msg.policy_type = self.policy.config.type
+            if c.running:
+                msg.state = (
+                    PolicyStatus.STATE_RUNNING if c.stats.state == RUNNING else PolicyStatus.STATE_HOLDING
+                )
+                msg.message = c.stats.message
+            s = c.stats
+            msg.queue_length = int(c.scheduler.queue_length())
+            msg.steps, msg.chunks, msg.held_steps = int(s.steps), int(s.chunks), int(s.held_steps)
+            msg.last_inference_latency_s = float(s.last_inference_latency_s)
+        self.pub_status.publish(msg)
+
+    # ------------------------------------------------------------------ service and action
+    def _on_load_policy(
+        self, request: LoadPolicy.Request, response: LoadPolicy.Response
+    ) -> LoadPolicy.Response:
+        if self.controller is not None and self.controller.running:
+            response.success, response.message = (
+                False,
+                "deactivate the policy node (or cancel the run) before loading",
+            )
+            return response
+        err = self._load(request.policy_path, request.device or self.cfg.device)
+        response.success, response.message = not err, err or f"loaded {request.policy_path}"
+        if not err:
+            pc = self.policy.config
+            response.policy_type, response.chunk_size = pc.type, pc.chunk_size
+            response.n_action_steps = self.controller.scheduler.cfg.n_action_steps
+            response.action_names = list(self._action_names)
+            if self._state_machine.current_state[0] != StateMsg.PRIMARY_STATE_UNCONFIGURED:
+                self._create_io()
+            self._set_status(PolicyStatus.STATE_INACTIVE, "loaded")
+        return response
+
+    def _on_goal(self, goal) -> GoalResponse:
+        if not self._is_active() or self.controller is None or self._run_goal_active:
+            return GoalResponse.REJECT
+        return GoalResponse.ACCEPT
+
+    def _execute_run(self, handle):
+        goal: RunPolicy.Goal = handle.request
+        result = RunPolicy.Result()
+        self._run_goal_active = True
+        try:
+            if goal.task:
+                self.task = goal.task
+            c = self.controller
+            if c.running:  # restart so the run's counters start at zero
+                c.stop()
+            self._start_controller()
+            t0 = time.monotonic()
+            code = RunPolicy.Result.RESULT_DONE
+            while True:
+                if handle.is_cancel_requested:
+                    code = RunPolicy.Result.RESULT_CANCELLED
+                    break
+                if not self._is_active() or not c.running:
+                    code, result.message = RunPolicy.Result.RESULT_ERROR, "policy node left the active state"
+                    break
+                if goal.duration_s > 0 and time.monotonic() - t0 >= goal.duration_s:
+                    break
+                if goal.max_steps and c.stats.steps >= goal.max_steps:
+                    break
+                fb = RunPolicy.Feedback(
+                    state=PolicyStatus.STATE_RUNNING
+                    if c.stats.state == RUNNING
+                    else PolicyStatus.STATE_HOLDING,
+                    steps=c.stats.steps,
+                    chunks=c.stats.chunks,
+                    queue_length=int(c.scheduler.queue_length()),
+                    last_inference_latency_s=float(c.stats.last_inference_latency_s),
+                )
+                handle.publish_feedback(fb)
+                time.sleep(0.1)
+            s = c.stats
+            self._stop_controller("run finished")
+            result.result_code = code
+            result.steps, result.chunks, result.held_steps = int(s.steps), int(s.chunks), int(s.held_steps)
+            result.mean_inference_latency_s = s.inference_latency_sum_s / s.chunks if s.chunks else 0.0
+            result.message = result.message or {0: "done", 1: "cancelled"}.get(code, "")
+            if code == RunPolicy.Result.RESULT_CANCELLED:
+                handle.canceled()
+            elif code == RunPolicy.Result.RESULT_ERROR:
+                handle.abort()
+            else:
+                handle.succeed()
+            return result
+        finally:
+            self._run_goal_active = False
+
+    def shutdown_safely(self) -> None:
+        self._stop_controller("shutdown")
+
+
+def _duration(seconds: float) -> Duration:
+    sec = int(seconds)
+    return Duration(sec=sec, nanosec=int(round((seconds - sec) * 1e9)))
+
+
+def main(args=None) -> int:
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = PolicyNode()
+        executor = MultiThreadedExecutor(num_threads=3)
+        executor.add_node(node)
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except ValueError as exc:  # bad parameter values
+        print(f"policy: error: {exc}")
+        return 2
+    finally:
+        if node is not None:
+            node.shutdown_safely()
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,67 @@
+"""`lerobot-policy-predict`: run a LeRobot checkpoint on observations from an .npz file, offline.
+
+    lerobot-policy-predict --policy DIR --observations IN.npz --output OUT.npz
+
+IN.npz keys are LeRobot feature names with a leading batch dimension (images float32 Bx3xHxW in
+[0, 1], state float32 BxD). OUT.npz holds `action_chunk`, float32 (B, chunk_size, action_dim),
+unnormalized (what LeRobot's postprocessor returns).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from lerobot_policy_node.runtime import ObservationError, PolicyLoadError, load_policy
+
+
+def _read_observations(path: Path) -> dict[str, np.ndarray]:
+    if not path.is_file():
+        raise ObservationError(f"observations file {str(path)!r} does not exist")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {k: data[k] for k in data.files}
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        raise ObservationError(f"observations file {str(path)!r} is not a readable .npz: {exc}") from exc
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="lerobot-policy-predict", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--policy", required=True, help="checkpoint directory as LeRobot saves it")
+    parser.add_argument("--observations", required=True, type=Path, help="input .npz of observations")
+    parser.add_argument("--output", required=True, type=Path, help="output .npz (key action_chunk)")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--backend", default="auto", choices=("auto", "native", "lerobot"))
+    args = parser.parse_args(argv)
+    try:
+        obs = _read_observations(args.observations)
+        policy = load_policy(args.policy, device=args.device, backend=args.backend)
+        images = policy.config.image_features
+        for key, arr in obs.items():
+            if key in images and arr.dtype.kind == "f" and arr.size and (arr.min() < 0.0 or arr.max() > 1.0):
+                raise ObservationError(
+                    f"{str(args.observations)!r}: image {key!r} must be float in [0, 1], "
+                    f"got range [{arr.min():.3g}, {arr.max():.3g}]"
+                )
+        t0 = time.perf_counter()
+        chunk = policy.predict_action_chunk(obs)
+        dt = time.perf_counter() - t0
+    except (PolicyLoadError, ObservationError) as exc:
+        print(f"lerobot-policy-predict: error: {exc}", file=sys.stderr)
+        return 2
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(args.output, action_chunk=chunk.astype(np.float32))
+    print(
+        f"{policy.config.type}: action_chunk {tuple(chunk.shape)} -> {args.output} ({dt * 1000:.1f} ms)",
+        file=sys.stderr,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

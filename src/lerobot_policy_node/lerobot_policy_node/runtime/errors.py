@@ -1,0 +1,13 @@
+"""Errors raised by the policy runtime; each names the file or input it is about."""
+
+
+class PolicyLoadError(RuntimeError):
+    """A checkpoint directory cannot be loaded (missing or corrupt file, unsupported content)."""
+
+
+class UnsupportedPolicyError(PolicyLoadError):
+    """The checkpoint's policy type has no native implementation and lerobot is not importable."""
+
+
+class ObservationError(ValueError):
+    """An observation batch does not match the policy's input features (missing key, wrong shape)."""

@@ -1,0 +1,268 @@
+"""`load_policy(path)`: a LeRobot checkpoint directory -> an object that predicts action chunks.
+
+ACT runs natively (plain torch, no lerobot, no torchvision). Other policy types run through
+lerobot's own classes when lerobot is importable; otherwise loading fails with an error naming
+the type.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from .checkpoint import (
+    CONFIG_NAME,
+    POSTPROCESSOR_NAME,
+    PREPROCESSOR_NAME,
+    WEIGHTS_NAME,
+    Feature,
+    parse_features,
+    read_json,
+    read_pipeline,
+    read_safetensors,
+    resolve_checkpoint_dir,
+)
+from .errors import ObservationError, PolicyLoadError, UnsupportedPolicyError
+
+NATIVE_TYPES = ("act",)
+ACTION = "action"
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    """What a caller needs to know about a loaded policy."""
+
+    type: str
+    path: str
+    chunk_size: int
+    n_action_steps: int
+    input_features: dict[str, Feature]
+    output_features: dict[str, Feature]
+    temporal_ensemble_coeff: float | None = None
+    n_obs_steps: int = 1
+    state_names: tuple[str, ...] | None = None
+    action_names: tuple[str, ...] | None = None
+    backend: str = "native"
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def image_features(self) -> dict[str, tuple[int, ...]]:
+        return {k: f.shape for k, f in self.input_features.items() if f.type == "VISUAL"}
+
+    @property
+    def state_feature(self) -> Feature | None:
+        return self.input_features.get("observation.state")
+
+    @property
+    def action_dim(self) -> int:
+        return self.output_features[ACTION].shape[0]
+
+
+def _dataset_names(ckpt: Path) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None]:
+    """State/action names from the training dataset's info.json, when the checkpoint points at one."""
+    for cand in (ckpt / "train_config.json", ckpt.parent / "train_config.json"):
+        if not cand.is_file():
+            continue
+        try:
+            root = (json.loads(cand.read_text()).get("dataset") or {}).get("root")
+            info = json.loads((Path(root) / "meta" / "info.json").read_text()) if root else None
+        except (OSError, ValueError, TypeError):
+            info = None
+        if info:
+            feats = info.get("features", {})
+
+            def names(key, feats=feats):
+                n = (feats.get(key) or {}).get("names")
+                if isinstance(n, dict):  # older layouts: {"motors": [...]}
+                    n = next(iter(n.values()), None)
+                return tuple(n) if isinstance(n, list) else None
+
+            return names("observation.state"), names(ACTION)
+    return None, None
+
+
+def read_policy_config(path: str | Path) -> tuple[Path, PolicyConfig]:
+    ckpt = resolve_checkpoint_dir(path)
+    cfg_path = ckpt / CONFIG_NAME
+    cfg = read_json(cfg_path, "policy config")
+    ptype = cfg.get("type")
+    if not isinstance(ptype, str) or not ptype:
+        raise PolicyLoadError(f"policy config {str(cfg_path)!r} has no 'type' (expected e.g. \"act\")")
+    inputs = {f.name: f for f in parse_features(cfg, "input_features", cfg_path)}
+    outputs = {f.name: f for f in parse_features(cfg, "output_features", cfg_path)}
+    if ACTION not in outputs:
+        raise PolicyLoadError(f"policy config {str(cfg_path)!r} has no 'action' output feature")
+    chunk = cfg.get("chunk_size", cfg.get("horizon", cfg.get("action_chunk_size", 1)))
+    state_names, action_names = _dataset_names(ckpt)
+    coeff = cfg.get("temporal_ensemble_coeff")
+    return ckpt, PolicyConfig(
+        type=ptype,
+        path=str(ckpt),
+        chunk_size=int(chunk),
+        n_action_steps=int(cfg.get("n_action_steps", chunk)),
+        input_features=inputs,
+        output_features=outputs,
+        temporal_ensemble_coeff=None if coeff is None else float(coeff),
+        n_obs_steps=int(cfg.get("n_obs_steps", 1)),
+        state_names=state_names,
+        action_names=action_names,
+        raw=cfg,
+    )
+
+
+class _PolicyBase:
+    config: PolicyConfig
+    device: torch.device
+
+    def _to_tensors(self, batch: Mapping[str, Any], rename_map: Mapping[str, str]) -> dict[str, torch.Tensor]:
+        """Validate and convert an observation batch (numpy or torch) to float32 tensors on the device."""
+        if not isinstance(batch, Mapping):
+            raise ObservationError(
+                f"observations must be a mapping of feature name -> array, got {type(batch)}"
+            )
+        renamed = {rename_map.get(k, k): v for k, v in batch.items()}
+        out: dict[str, torch.Tensor] = {}
+        bsz = None
+        for name, feat in self.config.input_features.items():
+            if name not in renamed:
+                raise ObservationError(
+                    f"observation {name!r} is missing (policy inputs: {sorted(self.config.input_features)}, "
+                    f"given: {sorted(batch)})"
+                )
+            value = renamed[name]
+            t = torch.as_tensor(np.asarray(value) if not isinstance(value, torch.Tensor) else value)
+            if t.ndim == len(feat.shape):  # unbatched, like LeRobot's to_batch step
+                t = t.unsqueeze(0)
+            if tuple(t.shape[1:]) != feat.shape:
+                raise ObservationError(
+                    f"observation {name!r} has shape {tuple(t.shape)}, expected (B, {', '.join(map(str, feat.shape))})"
+                )
+            if bsz is None:
+                bsz = t.shape[0]
+            elif t.shape[0] != bsz:
+                raise ObservationError(f"observation {name!r} has batch size {t.shape[0]}, others have {bsz}")
+            t = t.to(device=self.device, dtype=torch.float32)
+            if not torch.isfinite(t).all():
+                raise ObservationError(f"observation {name!r} contains NaN or infinite values")
+            out[name] = t
+        return out
+
+    def reset(self) -> None:
+        """Clear per-episode state (the native ACT path is stateless between chunks)."""
+
+
+class NativeACTPolicy(_PolicyBase):
+    def __init__(self, ckpt: Path, config: PolicyConfig, device: str = "cpu"):
+        from .act import ACTArch, ACTModel
+
+        self.config = config
+        self.device = torch.device(device)
+        self.pre = read_pipeline(ckpt, PREPROCESSOR_NAME, native=True)
+        self.post = read_pipeline(ckpt, POSTPROCESSOR_NAME, native=True)
+        try:
+            arch = ACTArch.from_config(config.raw, config.input_features, config.output_features)
+            model = ACTModel(arch)
+        except ValueError as exc:
+            raise PolicyLoadError(f"{str(ckpt / CONFIG_NAME)!r}: {exc}") from exc
+        weights_path = ckpt / WEIGHTS_NAME
+        state = read_safetensors(weights_path, "model weights")
+        missing = [k for k in model.expected_keys() if k not in state]
+        if missing:
+            raise PolicyLoadError(
+                f"model weights {str(weights_path)!r} lack {len(missing)} tensor(s) the ACT config needs, "
+                f"e.g. {missing[:3]}"
+            )
+        try:
+            model.load_lerobot_state(state)
+        except ValueError as exc:
+            raise PolicyLoadError(f"model weights {str(weights_path)!r}: {exc}") from exc
+        self.model = model.to(self.device).eval()
+        for pipe in (self.pre, self.post):
+            if pipe.normalizer is not None:
+                pipe.normalizer.to(self.device)
+
+    def set_channels_last(self, enabled: bool = True) -> None:
+        """Store conv weights channels-last (faster oneDNN convolutions on CPU)."""
+        fmt = torch.channels_last if enabled else torch.contiguous_format
+        if self.model.backbone is not None:
+            self.model.backbone.to(memory_format=fmt)
+        self._channels_last = enabled
+
+    @torch.inference_mode()
+    def predict_action_chunk(self, batch: Mapping[str, Any]) -> np.ndarray:
+        obs = self._to_tensors(batch, self.pre.rename_map)
+        norm = self.pre.normalizer
+        if norm is not None:
+            obs = {k: norm.normalize(k, v) for k, v in obs.items()}
+        if getattr(self, "_channels_last", False):
+            for k in self.model.arch.image_keys:
+                obs[k] = obs[k].contiguous(memory_format=torch.channels_last)
+        actions = self.model(obs)
+        if self.post.normalizer is not None:
+            actions = self.post.normalizer.unnormalize(ACTION, actions)
+        return actions.to("cpu", torch.float32).numpy()
+
+
+class LeRobotBackendPolicy(_PolicyBase):
+    """Any policy type lerobot knows, run through lerobot's own classes and saved processors."""
+
+    def __init__(self, ckpt: Path, config: PolicyConfig, device: str = "cpu"):
+        from lerobot.policies.factory import get_policy_class, make_pre_post_processors
+
+        self.config = config
+        self.device = torch.device(device)
+        cls = get_policy_class(config.type)
+        self.policy = cls.from_pretrained(str(ckpt)).to(self.device).eval()
+        self.policy.config.device = str(self.device)
+        self.pre, self.post = make_pre_post_processors(
+            self.policy.config,
+            pretrained_path=str(ckpt),
+            preprocessor_overrides={"device_processor": {"device": str(self.device)}},
+        )
+        self.config = PolicyConfig(**{**config.__dict__, "backend": "lerobot"})
+
+    @torch.inference_mode()
+    def predict_action_chunk(self, batch: Mapping[str, Any]) -> np.ndarray:
+        obs = self._to_tensors(batch, {})
+        for k, v in batch.items():
+            if k not in obs and isinstance(v, str | list):
+                obs[k] = v  # e.g. "task" for language-conditioned policies
+        actions = self.post(self.policy.predict_action_chunk(self.pre(obs)))
+        return actions.to("cpu", torch.float32).numpy()
+
+    def reset(self) -> None:
+        self.policy.reset()
+
+
+def lerobot_available() -> bool:
+    return importlib.util.find_spec("lerobot") is not None
+
+
+def load_policy(path: str | Path, device: str = "cpu", backend: str = "auto"):
+    """Load a LeRobot checkpoint directory.
+
+    backend: "auto" (native when the type is implemented here, else lerobot), "native" or "lerobot".
+    """
+    ckpt, config = read_policy_config(path)
+    if backend not in ("auto", "native", "lerobot"):
+        raise ValueError(f"backend must be auto, native or lerobot, got {backend!r}")
+    if backend != "lerobot" and config.type in NATIVE_TYPES:
+        return NativeACTPolicy(ckpt, config, device=device)
+    if backend == "native":
+        raise UnsupportedPolicyError(
+            f"policy type {config.type!r} ({str(ckpt / CONFIG_NAME)!r}) has no native implementation "
+            f"(native: {', '.join(NATIVE_TYPES)})"
+        )
+    if not lerobot_available():
+        raise UnsupportedPolicyError(
+            f"policy type {config.type!r} ({str(ckpt / CONFIG_NAME)!r}) needs the lerobot package, which is "
+            f"not importable here; natively supported types: {', '.join(NATIVE_TYPES)}"
+        )
+    return LeRobotBackendPolicy(ckpt, config, device=device)

@@ -1,0 +1,658 @@
+"""rosbag2 (sqlite3 or mcap) -> LeRobotDataset v3, through the mapping contract and the alignment core.
+
+    lerobot-bag-import BAG_DIR... --output DIR [--fps N] (--config contract.yaml |
+        --state TOPIC --action TOPIC --image NAME=TOPIC [--task TEXT]) [--split-topic TOPIC] [--resume]
+
+Every bag is checked before anything is written (readable, every contract topic present with a
+supported type, first messages decodable, sizes consistent across bags). Then each bag (or each
+segment between two messages of ``--split-topic``) becomes one episode: messages are read in log
+order, pushed into the :class:`~lerobot_recorder.alignment.Aligner`, and the settled ticks go to
+:class:`~lerobot_recorder.dataset.DatasetWriter`. A failure mid-bag discards that episode only;
+episodes saved before it stay. ROS-free: uses ``rosbags`` only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from rosbags.rosbag2 import Reader
+
+from .alignment import HEADER, Aligner, AlignmentStats
+from .bag_io import deserialize
+from .contract import Contract, ContractError
+
+__all__ = [
+    "BagImportError",
+    "BagPlan",
+    "EpisodeSummary",
+    "ImportSummary",
+    "inspect_bag",
+    "import_bags",
+    "main",
+]
+
+_NS = 1_000_000_000
+
+
+class BagImportError(RuntimeError):
+    """A bag that cannot be imported; the message names the bag (and topic when it applies)."""
+
+
+@dataclass
+class BagPlan:
+    path: Path
+    connections: dict  # contract topic -> rosbags Connection
+    split_connection: object | None
+    first_messages: dict
+    total_messages: int
+    duration_s: float
+    clock_offset_ns: int = 0  # bag log time - header stamps (non-zero for sim-time stamps)
+
+
+@dataclass
+class EpisodeSummary:
+    bag: str
+    episode_index: int
+    frames: int
+    stats: AlignmentStats
+
+
+@dataclass
+class ImportSummary:
+    output: Path
+    episodes: list[EpisodeSummary] = field(default_factory=list)
+    skipped_segments: int = 0
+    bag_seconds: float = 0.0
+    wall_seconds: float = 0.0
+
+    @property
+    def frames(self) -> int:
+        return sum(e.frames for e in self.episodes)
+
+    @property
+    def dropped_ticks(self) -> int:
+        return sum(e.stats.ticks_dropped for e in self.episodes)
+
+    def stream_rates(self) -> dict[str, tuple[int, float | None]]:
+        """Per stream: messages used and the measured rate over all episodes."""
+        out: dict[str, tuple[int, float | None]] = {}
+        spans: dict[str, float] = {}
+        counts: dict[str, int] = {}
+        for ep in self.episodes:
+            for name, s in ep.stats.streams.items():
+                counts[name] = counts.get(name, 0) + s.received
+                if s.received >= 2 and s.last_ns is not None and s.first_ns is not None:
+                    spans[name] = spans.get(name, 0.0) + (s.last_ns - s.first_ns) / _NS
+                    counts[name + "#intervals"] = counts.get(name + "#intervals", 0) + s.received - 1
+        for name in [n for n in counts if not n.endswith("#intervals")]:
+            span = spans.get(name, 0.0)
+            intervals = counts.get(name + "#intervals", 0)
+            out[name] = (counts[name], intervals / span if span > 0 else None)
+        return out
+
+    def report(self) -> str:
+        lines = [
+            f"imported {len(self.episodes)} episode(s), {self.frames} frames, {self.dropped_ticks} dropped ticks "
+            f"into {self.output}",
+        ]
+        if self.wall_seconds > 0 and self.bag_seconds > 0:
+            lines.append(
+                f"  {self.bag_seconds:.1f} s of recording in {self.wall_seconds:.1f} s "
+                f"({self.bag_seconds / self.wall_seconds:.1f}x real time)"
+            )
+        for ep in self.episodes:
+            drops = ""
+            if ep.stats.ticks_dropped:
+                per = {n: dict(s.drop_reasons) for n, s in ep.stats.streams.items() if s.dropped_ticks}
+                drops = f", dropped {ep.stats.ticks_dropped} {per}"
+            lines.append(f"  episode {ep.episode_index}: {ep.frames} frames from {ep.bag}{drops}")
+        if self.skipped_segments:
+            lines.append(f"  {self.skipped_segments} segment(s) without a single complete tick were skipped")
+        lines.append("  streams:")
+        for name, (count, rate) in self.stream_rates().items():
+            rate_text = f"{rate:.2f} Hz" if rate is not None else "rate n/a"
+            lines.append(f"    {name}: {count} msgs, {rate_text}")
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------- progress bar
+class ProgressBar:
+    """A one-line progress bar on stderr (no tqdm): redraws at most every ``interval`` s."""
+
+    def __init__(self, total: int, stream=None, width: int = 30, interval: float = 0.2, enabled: bool = True):
+        self.total = max(int(total), 1)
+        self.stream = stream if stream is not None else sys.stderr
+        self.width = width
+        self.interval = interval
+        self.enabled = enabled
+        self.done = 0
+        self.label = ""
+        self._t0 = time.monotonic()
+        self._last = 0.0
+
+    def update(self, n: int = 1, label: str | None = None) -> None:
+        self.done += n
+        if label is not None:
+            self.label = label
+        now = time.monotonic()
+        if self.enabled and (now - self._last >= self.interval or self.done >= self.total):
+            self._last = now
+            self._draw(now)
+
+    def _draw(self, now: float) -> None:
+        frac = min(self.done / self.total, 1.0)
+        filled = int(round(frac * self.width))
+        elapsed = now - self._t0
+        eta = elapsed / frac - elapsed if frac > 0 else 0.0
+        bar = "#" * filled + "." * (self.width - filled)
+        self.stream.write(
+            f"\r{self.label[:40]:<40} [{bar}] {frac * 100:5.1f}% {self.done}/{self.total} msgs "
+            f"{elapsed:5.1f}s eta {eta:5.1f}s"
+        )
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            self._draw(time.monotonic())
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+# ---------------------------------------------------------------------- inspection
+def _find_connection(reader, topic: str):
+    candidates = [topic] if topic.startswith("/") else [topic, "/" + topic]
+    for name in candidates:
+        for conn in reader.connections:
+            if conn.topic == name:
+                return conn
+    return None
+
+
+def _open(path: Path) -> Reader:
+    if not path.exists():
+        raise BagImportError(f"{path}: no such bag directory")
+    if not path.is_dir():
+        raise BagImportError(f"{path}: expected a rosbag2 directory (with metadata.yaml), got a file")
+    try:
+        reader = Reader(path)
+        reader.open()
+    except Exception as exc:  # rosbags raises several types for unreadable bags
+        raise BagImportError(f"{path}: cannot open the bag (corrupt or not a rosbag2?): {exc}") from None
+    return reader
+
+
+def inspect_bag(
+    path: str | os.PathLike, contract: Contract, split_topic: str | None = None
+) -> tuple[BagPlan, Contract]:
+    """Validate one bag against the contract; returns its plan and the contract resolved on it."""
+    path = Path(path)
+    reader = _open(path)
+    try:
+        connections = {}
+        for topic, stream in contract.streams.items():
+            conn = _find_connection(reader, topic)
+            if conn is None:
+                if not stream.required or topic == contract.task_topic and contract.task_text:
+                    continue
+                present = ", ".join(sorted(f"{c.topic} ({c.msgtype})" for c in reader.connections)) or "none"
+                raise BagImportError(f"{path}: topic {topic} is not in the bag (topics: {present})")
+            try:
+                contract.check_msgtype(topic, conn.msgtype)
+            except ValueError as exc:
+                raise BagImportError(f"{path}: {exc}") from None
+            connections[topic] = conn
+        split_conn = None
+        if split_topic:
+            split_conn = _find_connection(reader, split_topic)
+            if split_conn is None:
+                raise BagImportError(f"{path}: split topic {split_topic} is not in the bag")
+        first: dict = {}
+        first_log: dict = {}
+        for topic, conn in connections.items():
+            try:
+                for _, log_time, raw in reader.messages(connections=[conn]):
+                    first[topic] = deserialize(raw, conn.msgtype)
+                    first_log[topic] = log_time
+                    break
+            except Exception as exc:
+                raise BagImportError(f"{path}: topic {topic}: cannot read messages: {exc}") from None
+            if topic not in first:
+                if contract.streams[topic].required:
+                    raise BagImportError(f"{path}: topic {topic} has no messages")
+                continue
+            stream = contract.streams[topic]
+            header = getattr(first[topic], "header", None)
+            if (
+                stream.timeline == HEADER
+                and header is not None
+                and header.stamp.sec == 0
+                and header.stamp.nanosec == 0
+            ):
+                raise BagImportError(
+                    f"{path}: topic {topic}: header stamps are zero (never set by the publisher); "
+                    "set 'timeline: receive' for it in the contract"
+                )
+        try:
+            resolved = contract.resolve(first)
+        except (ValueError, ContractError) as exc:
+            raise BagImportError(f"{path}: {exc}") from None
+        total = sum(c.msgcount for c in connections.values()) + (split_conn.msgcount if split_conn else 0)
+        duration = (reader.end_time - reader.start_time) / _NS if reader.message_count else 0.0
+        offset = _clock_offset(path, contract, first, first_log)
+        plan = BagPlan(path, connections, split_conn, first, total, duration, offset)
+        return plan, resolved
+    finally:
+        reader.close()
+
+
+_SAME_CLOCK_NS = 10 * _NS  # header stamps further than this from the log time are on another clock
+
+
+def _clock_offset(path: Path, contract: Contract, first: dict, first_log: dict) -> int:
+    """Offset between the bag's log time and the header stamps (sim time vs wall time).
+
+    The import uses log time as its clock; with stamps on another clock (a simulation's /clock
+    recorded by a wall-clock rosbag2) it shifts that clock by the offset. Streams on the receive
+    timeline cannot be aligned with such stamps: that is an error naming the topics.
+    """
+    offsets = {}
+    for topic, msg in first.items():
+        if contract.streams[topic].timeline == HEADER and getattr(msg, "header", None) is not None:
+            stamp = msg.header.stamp.sec * _NS + msg.header.stamp.nanosec
+            offsets[topic] = first_log[topic] - stamp
+    far = {t: o for t, o in offsets.items() if abs(o) > _SAME_CLOCK_NS}
+    if not far:
+        return 0
+    spread = max(offsets.values()) - min(offsets.values())
+    if spread > _SAME_CLOCK_NS:
+        detail = ", ".join(f"{t}: {o / _NS:+.1f} s" for t, o in offsets.items())
+        raise BagImportError(
+            f"{path}: header stamps of different topics are on different clocks (log time - stamp: {detail})"
+        )
+    receive = [
+        t
+        for t in first
+        if contract.streams[t].timeline != HEADER and not contract.streams[t].msgtype.endswith("String")
+    ]
+    if receive:
+        topic, off = next(iter(far.items()))
+        raise BagImportError(
+            f"{path}: topic {topic} is stamped {off / _NS:.1f} s away from the bag's log time (sim time?), "
+            f"but {', '.join(receive)} use the receive timeline: the two cannot be aligned; give those topics "
+            "header stamps or set every topic to 'timeline: receive'"
+        )
+    # log - stamp = clock offset + transport delay: the smallest is the best estimate of the offset
+    return int(min(offsets.values()))
+
+
+def _check_same_features(reference: dict, other: dict, where: str) -> None:
+    if reference == other:
+        return
+    diffs = []
+    for key in sorted(set(reference) | set(other)):
+        a, b = reference.get(key), other.get(key)
+        if a != b:
+            diffs.append(
+                f"{key}: {_describe(a)} vs {_describe(b)}"
+                if a and b
+                else f"{key} only in {'first' if a else 'this'}"
+            )
+    raise BagImportError(f"{where}: features differ from the dataset's: " + "; ".join(diffs))
+
+
+def _describe(ft: dict | None) -> str:
+    if not ft:
+        return "-"
+    return f"{ft['dtype']}{tuple(ft['shape'])} {ft.get('names') if ft['dtype'] != 'video' else ''}".strip()
+
+
+# ---------------------------------------------------------------------- import
+def check_bags(
+    bags: Sequence[str | os.PathLike], contract: Contract, split_topic: str | None = None
+) -> tuple[list[BagPlan], Contract]:
+    """Validate every bag against the contract (nothing is written); the plans and resolved contract."""
+    if not bags:
+        raise BagImportError("no bags given")
+    plans: list[BagPlan] = []
+    resolved: Contract | None = None
+    for bag in bags:
+        plan, res = inspect_bag(bag, contract, split_topic)
+        if resolved is None:
+            resolved = res
+        else:
+            _check_same_features(resolved.features(), res.features(), str(plan.path))
+        plans.append(plan)
+    return plans, resolved
+
+
+def describe_plan(plans: list[BagPlan], contract: Contract) -> str:
+    """What an import would do, for --check."""
+    lines = [f"{len(plans)} bag(s) fit the contract ({contract.source}), {contract.fps} fps; features:"]
+    for key, ft in contract.features().items():
+        names = "" if ft["dtype"] == "video" else f" {ft['names']}"
+        lines.append(f"  {key}: {ft['dtype']} {tuple(ft['shape'])}{names}")
+    for plan in plans:
+        topics = ", ".join(f"{t} ({c.msgcount})" for t, c in plan.connections.items())
+        shift = f", stamps {plan.clock_offset_ns / _NS:+.1f} s from log time" if plan.clock_offset_ns else ""
+        lines.append(f"  {plan.path}: {plan.duration_s:.1f} s{shift}: {topics}")
+    return "\n".join(lines)
+
+
+def import_bags(
+    bags: Sequence[str | os.PathLike],
+    contract: Contract,
+    output: str | os.PathLike,
+    *,
+    split_topic: str | None = None,
+    resume: bool = False,
+    vcodec: str | None = None,
+    latency_margin_s: float = 0.1,
+    progress: bool = True,
+    progress_stream=None,
+    writer_options: dict | None = None,
+    log: Callable[[str], None] | None = None,
+) -> ImportSummary:
+    """Import ``bags`` into the dataset at ``output`` (see the module docstring)."""
+    from .dataset import DatasetError, DatasetWriter
+
+    output = Path(output)
+    # ---- phase 1: validate everything before writing anything
+    plans, resolved = check_bags(bags, contract, split_topic)
+    features = resolved.features()
+    created = existed = False
+    try:
+        if resume:
+            writer = DatasetWriter.resume(output, vcodec=vcodec, **(writer_options or {}))
+            user = {k: v for k, v in writer.features.items() if k not in _DEFAULT_COLUMNS}
+            existing = {
+                k: {"dtype": v["dtype"], "shape": tuple(v["shape"]), "names": v.get("names")}
+                for k, v in user.items()
+            }
+            wanted = {
+                k: {"dtype": v["dtype"], "shape": tuple(v["shape"]), "names": v.get("names")}
+                for k, v in features.items()
+            }
+            if int(writer.fps) != int(resolved.fps):
+                writer.finalize()
+                raise BagImportError(
+                    f"{output}: the dataset is {writer.fps} fps, the import asks for {resolved.fps}"
+                )
+            try:
+                _check_same_features(existing, wanted, str(output))
+            except BagImportError:
+                writer.finalize()
+                raise
+        else:
+            if output.exists() and output.is_dir() and any(output.iterdir()):
+                raise BagImportError(
+                    f"{output}: exists and is not empty (use --resume to append to a dataset)"
+                )
+            existed = output.exists()
+            created = True
+            writer = DatasetWriter.create(
+                output,
+                resolved.fps,
+                features,
+                robot_type=resolved.robot_type,
+                vcodec=vcodec or "libsvtav1",
+                **(writer_options or {}),
+            )
+    except DatasetError as exc:
+        raise BagImportError(f"{output}: {exc}") from None
+
+    summary = ImportSummary(output=output)
+    bar = ProgressBar(sum(p.total_messages for p in plans), stream=progress_stream, enabled=progress)
+    t0 = time.monotonic()
+    try:
+        for i, plan in enumerate(plans):
+            label = f"bag {i + 1}/{len(plans)} {plan.path.name}"
+            _import_one(plan, resolved, writer, summary, bar, label, latency_margin_s, log)
+            summary.bag_seconds += plan.duration_s
+    except BaseException:
+        bar.close()
+        # clean-up must not hide the original error
+        with contextlib.suppress(Exception):
+            if writer.episode_frames:
+                writer.discard_episode()
+        with contextlib.suppress(Exception):
+            writer.finalize(on_pending="discard")
+        if created and not summary.episodes:
+            _remove_dataset(output, keep_dir=existed)
+        raise
+    bar.close()
+    writer.finalize()
+    summary.wall_seconds = time.monotonic() - t0
+    return summary
+
+
+_DEFAULT_COLUMNS = ("timestamp", "frame_index", "episode_index", "index", "task_index")
+
+
+def _remove_dataset(root: Path, keep_dir: bool) -> None:
+    """Remove a dataset this run created and saved nothing into (an empty folder given stays)."""
+    shutil.rmtree(root, ignore_errors=True)
+    if keep_dir:
+        root.mkdir(parents=True, exist_ok=True)
+
+
+def _import_one(plan, contract, writer, summary, bar, label, latency_margin_s, log) -> None:
+    from .dataset import DatasetError
+
+    aligner = Aligner(
+        contract.fps,
+        contract.stream_specs(),
+        latency_margin_s=latency_margin_s,
+        history_s=max(10.0, 4 * latency_margin_s),
+    )
+    topic_of = {conn.id: topic for topic, conn in plan.connections.items()}
+    split_id = plan.split_connection.id if plan.split_connection is not None else None
+    conns = list(plan.connections.values()) + (
+        [plan.split_connection] if plan.split_connection is not None else []
+    )
+    current_topic = None
+
+    def write(frames) -> None:
+        for f in frames:
+            frame, task = contract.make_frame(f.values)
+            writer.add_frame(frame, task=task)
+
+    def close_episode(end_ns: int | None) -> None:
+        write(aligner.finish(end_ns))
+        stats = aligner.stats
+        if writer.episode_frames == 0:
+            summary.skipped_segments += 1
+            return
+        ep = writer.total_episodes
+        writer.save_episode()
+        summary.episodes.append(EpisodeSummary(str(plan.path), ep, stats.ticks_emitted, stats))
+        if log:
+            log(f"{plan.path}: episode {ep}: {stats.summary()}")
+
+    reader = _open(plan.path)
+    try:
+        try:
+            for conn, log_time, raw in reader.messages(connections=conns):
+                bar.update(1, label)
+                # the clock of the streams: log time, shifted when the stamps are on another clock
+                now = log_time - plan.clock_offset_ns
+                if conn.id == split_id:
+                    current_topic = plan.split_connection.topic
+                    close_episode(now - 1)  # the marker's instant belongs to the next episode
+                    aligner.restart(start_ns=now)
+                    continue
+                current_topic = topic_of[conn.id]
+                try:
+                    msg = deserialize(raw, conn.msgtype)
+                except Exception as exc:  # a corrupt payload (rosbags raises several types)
+                    raise BagImportError(
+                        f"{plan.path}: topic {current_topic}: cannot read the bag at log time {log_time} "
+                        f"({type(exc).__name__}: {exc})"
+                    ) from None
+                aligner.push(current_topic, *contract.extract(current_topic, msg, conn.msgtype, now))
+                write(aligner.pop_ready(now_ns=now))
+            current_topic = None
+            close_episode(None)
+        except DatasetError as exc:
+            raise BagImportError(
+                f"{plan.path}: writing episode {writer.total_episodes} failed: {exc}"
+            ) from None
+        except (ValueError, KeyError) as exc:
+            where = f"topic {current_topic}: " if current_topic and current_topic not in str(exc) else ""
+            raise BagImportError(f"{plan.path}: {where}{exc}") from None
+        except BagImportError:
+            raise
+        except Exception as exc:  # corrupt data inside the bag (rosbags / CDR errors)
+            where = f"topic {current_topic}: " if current_topic else ""
+            raise BagImportError(
+                f"{plan.path}: {where}cannot read the bag ({type(exc).__name__}: {exc})"
+            ) from None
+    finally:
+        reader.close()
+
+
+# ---------------------------------------------------------------------- command line
+def _parse_image(value: str) -> tuple[str, str]:
+    name, sep, topic = value.partition("=")
+    if not sep or not name or not topic:
+        raise argparse.ArgumentTypeError(f"expected NAME=TOPIC, got {value!r}")
+    return name, topic
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="lerobot-bag-import",
+        description="Convert rosbag2 recordings (sqlite3 or mcap) into a LeRobotDataset v3.",
+        epilog="Example: lerobot-bag-import bags/run1 bags/run2 --output data/pick --fps 30 "
+        "--state /joint_states --action /leader/joint_states --image front=/cameras/front/image_raw "
+        "--task 'Pick up the cube'",
+    )
+    p.add_argument(
+        "bags", nargs="+", metavar="BAG_DIR", help="rosbag2 directories (one episode each by default)"
+    )
+    p.add_argument("--output", "-o", required=True, help="dataset directory (new, or existing with --resume)")
+    p.add_argument("--fps", type=int, help="dataset frames per second (overrides the contract's fps)")
+    p.add_argument("--config", help="mapping contract YAML (topics -> features); see docs/recording.md")
+    p.add_argument("--state", metavar="TOPIC", help="JointState topic -> observation.state")
+    p.add_argument("--action", metavar="TOPIC", help="JointState topic -> action")
+    p.add_argument(
+        "--image",
+        metavar="NAME=TOPIC",
+        action="append",
+        type=_parse_image,
+        default=[],
+        help="Image/CompressedImage topic -> observation.images.NAME (repeatable)",
+    )
+    p.add_argument("--task", metavar="TEXT", help="task text for every frame (default with --task-topic)")
+    p.add_argument("--task-topic", metavar="TOPIC", help="std_msgs/String topic giving the task")
+    p.add_argument(
+        "--joints", help="comma-separated joint names/order for --state/--action (default: as in the bag)"
+    )
+    p.add_argument("--robot-type", help="robot_type written to meta/info.json")
+    p.add_argument("--split-topic", metavar="TOPIC", help="each message on TOPIC starts a new episode")
+    p.add_argument("--resume", action="store_true", help="append to an existing dataset")
+    p.add_argument(
+        "--vcodec", help="video codec: libsvtav1 (default), h264, hevc, ... (--resume: the dataset's)"
+    )
+    p.add_argument("--crf", type=int, help="video constant-quality factor (default 30, LeRobot's)")
+    p.add_argument(
+        "--preset", help="encoder speed preset (libsvtav1: 0-13, default 12; h264: ultrafast..veryslow)"
+    )
+    p.add_argument(
+        "--latency-margin",
+        type=float,
+        default=0.1,
+        metavar="S",
+        help="seconds of log time after which a tick is settled even if a stream is silent "
+        "(default 0.1, as the live recorder: the same data gives the same dataset)",
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--check", action="store_true", help="only validate the bags and show the features; write nothing"
+    )
+    return p
+
+
+def contract_from_args(args) -> Contract:
+    quick = args.state or args.action or args.image
+    if args.config and quick:
+        raise BagImportError("give either --config or the quick flags (--state/--action/--image), not both")
+    if args.config:
+        contract = Contract.load(args.config)
+        if args.fps is not None:
+            contract = replace(contract, fps=args.fps)
+        if args.task:
+            contract = replace(contract, task_text=args.task)
+        return contract
+    if not quick:
+        raise BagImportError("nothing to import: give --config, or --state/--action/--image")
+    if args.fps is None:
+        raise BagImportError("--fps is required with the quick flags")
+    joints = [j.strip() for j in args.joints.split(",") if j.strip()] if args.joints else None
+    # the quick flags take each topic's type from the first bag (JointState, Float64MultiArray, ...)
+    reader = _open(Path(args.bags[0]))
+    try:
+        types = {c.topic: c.msgtype for c in reader.connections}
+    finally:
+        reader.close()
+    types.update({t.lstrip("/"): m for t, m in list(types.items())})
+    return Contract.from_flags(
+        args.fps,
+        state=args.state,
+        action=args.action,
+        images=dict(args.image),
+        task=args.task,
+        task_topic=args.task_topic,
+        robot_type=args.robot_type,
+        joints=joints,
+        types=types,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    # SVT-AV1 prints its whole configuration per episode at info level: errors only on a terminal tool
+    os.environ.setdefault("SVT_LOG", "1")
+    try:
+        contract = contract_from_args(args)
+        if args.robot_type and args.config:
+            contract = replace(contract, robot_type=args.robot_type)
+        if args.check:
+            plans, resolved = check_bags(args.bags, contract, args.split_topic)
+            print(describe_plan(plans, resolved))
+            return 0
+        writer_options = {}
+        if args.crf is not None:
+            writer_options["crf"] = args.crf
+        if args.preset is not None:
+            writer_options["preset"] = int(args.preset) if args.preset.isdigit() else args.preset
+        summary = import_bags(
+            args.bags,
+            contract,
+            args.output,
+            split_topic=args.split_topic,
+            resume=args.resume,
+            vcodec=args.vcodec,
+            latency_margin_s=args.latency_margin,
+            progress=not args.no_progress,
+            writer_options=writer_options,
+        )
+    except (BagImportError, ContractError) as exc:
+        print(f"lerobot-bag-import: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("lerobot-bag-import: interrupted; episodes saved so far are kept", file=sys.stderr)
+        return 130
+    print(summary.report())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""Per-episode and aggregated feature statistics, as LeRobot's meta/stats.json expects.
+
+Numeric features: exact numpy statistics over the episode's frames (quantiles with numpy's default
+linear interpolation). Video features: per-channel statistics in [0, 1] with shape (3, 1, 1),
+computed from a 256-bin histogram per channel of every frame (frames are first spatially strided
+the way LeRobot does for image stats), which gives the exact quantiles of those pixels.
+Aggregation over episodes follows LeRobot: count-weighted mean, pooled variance, min of minima,
+max of maxima and count-weighted quantiles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from .format import QUANTILE_KEYS, QUANTILES
+
+
+def numeric_stats(values: np.ndarray) -> dict[str, np.ndarray]:
+    """Statistics over axis 0 of an (N,) or (N, D) array; outputs have shape (1,) or (D,)."""
+    arr = np.asarray(values)
+    if arr.ndim == 1:
+        arr = arr.reshape(-1, 1)
+    if arr.dtype == np.bool_:
+        arr = arr.astype(np.int64)
+    n = arr.shape[0]
+    work = arr.astype(np.float64)
+    stats = {
+        "min": arr.min(axis=0),
+        "max": arr.max(axis=0),
+        "mean": work.mean(axis=0),
+        "std": work.std(axis=0),
+        "count": np.array([n], dtype=np.int64),
+    }
+    qs = np.quantile(work, QUANTILES, axis=0)
+    for key, q in zip(QUANTILE_KEYS, qs, strict=True):
+        stats[key] = q
+    return stats
+
+
+def stats_stride(height: int, width: int, target: int = 150, threshold: int = 300) -> int:
+    """Spatial stride LeRobot applies to images before computing their statistics."""
+    if max(height, width) < threshold:
+        return 1
+    return max(1, int(width / target) if width > height else int(height / target))
+
+
+class ImageStatsAccumulator:
+    """Running per-channel histogram of uint8 RGB frames; memory is constant in episode length."""
+
+    def __init__(self, height: int, width: int):
+        self.stride = stats_stride(height, width)
+        self.hist = np.zeros((3, 256), dtype=np.int64)
+        self.frames = 0
+        self._offsets = np.array([0, 256, 512], dtype=np.int32)
+
+    def update(self, rgb: np.ndarray) -> None:
+        sub = rgb[:: self.stride, :: self.stride].reshape(-1, 3)
+        idx = (sub.astype(np.int32) + self._offsets).ravel()
+        self.hist += np.bincount(idx, minlength=768).reshape(3, 256)
+        self.frames += 1
+
+    def result(self) -> dict[str, np.ndarray] | None:
+        if self.frames == 0:
+            return None
+        return histogram_stats(self.hist, self.frames)
+
+
+def histogram_stats(hist: np.ndarray, frames: int) -> dict[str, np.ndarray]:
+    """Stats of uint8 values given a (C, 256) histogram, scaled to [0, 1], shaped (C, 1, 1)."""
+    values = np.arange(256, dtype=np.float64)
+    channels = hist.shape[0]
+    out = {k: np.zeros(channels) for k in ("min", "max", "mean", "std", *QUANTILE_KEYS)}
+    for c in range(channels):
+        h = hist[c]
+        n = int(h.sum())
+        nz = np.nonzero(h)[0]
+        out["min"][c] = nz[0]
+        out["max"][c] = nz[-1]
+        mean = float((h * values).sum()) / n
+        out["mean"][c] = mean
+        out["std"][c] = np.sqrt(float((h * (values - mean) ** 2).sum()) / n)
+        cum = np.cumsum(h)
+        for key, q in zip(QUANTILE_KEYS, QUANTILES, strict=True):
+            pos = q * (n - 1)
+            lo = int(np.floor(pos))
+            hi = min(lo + 1, n - 1)
+            v_lo = int(np.searchsorted(cum, lo, side="right"))
+            v_hi = int(np.searchsorted(cum, hi, side="right"))
+            out[key][c] = v_lo + (pos - lo) * (v_hi - v_lo)
+    res = {k: (v / 255.0).reshape(channels, 1, 1) for k, v in out.items()}
+    res["count"] = np.array([frames], dtype=np.int64)
+    return res
+
+
+def aggregate_feature_stats(items: Sequence[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    counts = np.stack([np.asarray(s["count"]) for s in items]).astype(np.float64)
+    means = np.stack([np.asarray(s["mean"], dtype=np.float64) for s in items])
+    variances = np.stack([np.asarray(s["std"], dtype=np.float64) ** 2 for s in items])
+    total = counts.sum(axis=0)
+    w = counts
+    while w.ndim < means.ndim:
+        w = w[..., np.newaxis]
+    total_b = total
+    while np.ndim(total_b) < means.ndim - 1:
+        total_b = np.asarray(total_b)[..., np.newaxis]
+    mean = (means * w).sum(axis=0) / total_b
+    var = ((variances + (means - mean) ** 2) * w).sum(axis=0) / total_b
+    out = {
+        "min": np.min(np.stack([np.asarray(s["min"]) for s in items]), axis=0),
+        "max": np.max(np.stack([np.asarray(s["max"]) for s in items]), axis=0),
+        "mean": mean,
+        "std": np.sqrt(var),
+        "count": np.asarray(total, dtype=np.int64).reshape(1),
+    }
+    for key in QUANTILE_KEYS:
+        if all(key in s for s in items):
+            qv = np.stack([np.asarray(s[key], dtype=np.float64) for s in items])
+            out[key] = (qv * w).sum(axis=0) / total_b
+    return out
+
+
+def aggregate_stats(stats_list: Sequence[Mapping[str, Mapping[str, np.ndarray]]]) -> dict:
+    keys: list[str] = []
+    for stats in stats_list:
+        for key in stats:
+            if key not in keys:
+                keys.append(key)
+    return {k: aggregate_feature_stats([s[k] for s in stats_list if k in s]) for k in keys}
+
+
+def stats_to_json(stats: Mapping[str, Mapping[str, np.ndarray]]) -> dict:
+    return {k: {s: np.asarray(v).tolist() for s, v in ft.items()} for k, ft in stats.items()}
+
+
+def stats_from_json(data: Mapping) -> dict[str, dict[str, np.ndarray]]:
+    return {k: {s: np.asarray(v) for s, v in ft.items()} for k, ft in data.items()}
+
+
+def flatten_episode_stats(stats: Mapping[str, Mapping[str, np.ndarray]]) -> dict[str, list]:
+    """`stats/<feature>/<stat>` columns of the episodes parquet."""
+    return {f"stats/{k}/{s}": np.asarray(v).tolist() for k, ft in stats.items() for s, v in ft.items()}

@@ -1,0 +1,705 @@
+"""Streaming LeRobotDataset v3.0 writer: frames in, parquet + mp4 out, every saved episode durable.
+
+Frames go straight to one PyAV encoder thread per camera (no PNG round trip); numeric columns are
+buffered in memory (a few bytes per frame). `save_episode()` closes the episode's mp4s, checks
+that each holds exactly one frame per parquet row, then commits all changed files at once through
+a journal (see storage.py), so a crash at any point leaves every earlier episode loadable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import queue
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from . import format as fmt
+from .errors import DatasetError
+from .stats import aggregate_stats, flatten_episode_stats, numeric_stats, stats_from_json, stats_to_json
+from .storage import (
+    WORK_DIR,
+    Transaction,
+    WriterLock,
+    apply_journal,
+    clear_staging,
+    is_disk_full,
+    write_json_file,
+)
+from .tables import (
+    append_parquet,
+    load_episodes,
+    load_info,
+    load_stats,
+    load_tasks,
+    tasks_table,
+    write_parquet,
+)
+from .video import CameraEncoder, codec_options, concat_mp4, count_frames, resolve_encoder, video_info
+
+_LOG = logging.getLogger(__name__)
+
+_CODEC_FROM_INFO = {"av1": "libsvtav1", "h264": "libx264", "hevc": "libx265", "vp9": "libvpx-vp9"}
+BACKPRESSURE_MODES = ("block", "error")
+
+
+class _Column:
+    """Growable (N, *shape) array for one numeric feature: a few bytes per frame, no per-frame objects."""
+
+    def __init__(self, feature: Mapping):
+        self._buf = np.empty((1024, *feature["shape"]), dtype=feature["dtype"])
+        self._n = 0
+
+    def append(self, value: np.ndarray) -> None:
+        if self._n == len(self._buf):
+            bigger = np.empty((2 * len(self._buf), *self._buf.shape[1:]), dtype=self._buf.dtype)
+            bigger[: self._n] = self._buf
+            self._buf = bigger
+        self._buf[self._n] = value
+        self._n += 1
+
+    def values(self) -> np.ndarray:
+        return self._buf[: self._n]
+
+
+def _mb(path: Path) -> float:
+    return path.stat().st_size / (1024**2)
+
+
+class DatasetWriter:
+    """Write a LeRobotDataset v3.0. Build with `create()` or `resume()`, not the constructor."""
+
+    def __init__(self, *_args, **_kwargs):
+        raise TypeError("use DatasetWriter.create(root, ...) or DatasetWriter.resume(root)")
+
+    # ------------------------------------------------------------------------------ construction
+    @classmethod
+    def create(
+        cls,
+        root: str | os.PathLike,
+        fps: int,
+        features: Mapping[str, Mapping],
+        robot_type: str | None = None,
+        vcodec: str = "libsvtav1",
+        pix_fmt: str = "yuv420p",
+        g: int | None = 2,
+        crf: int | None = 30,
+        preset: int | str | None = None,
+        data_files_size_in_mb: float = fmt.DEFAULT_DATA_FILE_SIZE_IN_MB,
+        video_files_size_in_mb: float = fmt.DEFAULT_VIDEO_FILE_SIZE_IN_MB,
+        chunks_size: int = fmt.DEFAULT_CHUNK_SIZE,
+        encoder_queue_size: int = 30,
+        on_backpressure: str = "block",
+        encoder_threads: int | None = None,
+    ) -> DatasetWriter:
+        """Start a new dataset in `root` (must not exist or be empty)."""
+        root = Path(root)
+        if isinstance(fps, bool) or not isinstance(fps, (int, np.integer)) or fps <= 0:
+            raise DatasetError(f"fps must be a positive integer, got {fps!r}")
+        for name, value in (
+            ("chunks_size", chunks_size),
+            ("data_files_size_in_mb", data_files_size_in_mb),
+            ("video_files_size_in_mb", video_files_size_in_mb),
+        ):
+            if value is None or value <= 0:
+                raise DatasetError(f"{name} must be positive, got {value!r}")
+        if root.exists() and (not root.is_dir() or any(root.iterdir())):
+            raise DatasetError(
+                f"{root} already exists and is not empty; use DatasetWriter.resume() to append"
+            )
+        user = fmt.normalize_features(features)
+        feats = fmt.all_features(user)
+        if on_backpressure not in BACKPRESSURE_MODES:
+            raise DatasetError(
+                f"on_backpressure must be one of {BACKPRESSURE_MODES}, got {on_backpressure!r}"
+            )
+        if fmt.video_keys(feats):
+            resolve_encoder(vcodec)
+        info = fmt.empty_info(
+            int(fps), feats, robot_type, int(chunks_size), data_files_size_in_mb, video_files_size_in_mb
+        )
+        root.mkdir(parents=True, exist_ok=True)
+        self = cls.__new__(cls)
+        self._init_state(root, info, vcodec, pix_fmt, g, crf, preset, encoder_queue_size, on_backpressure)
+        self._encoder_threads = encoder_threads
+        (root / "meta").mkdir(parents=True, exist_ok=True)
+        tmp = root / WORK_DIR / "info.json.tmp"
+        write_json_file(tmp, info)
+        os.replace(tmp, root / fmt.INFO_PATH)
+        return self
+
+    @classmethod
+    def resume(
+        cls,
+        root: str | os.PathLike,
+        vcodec: str | None = None,
+        pix_fmt: str | None = None,
+        g: int | None = 2,
+        crf: int | None = 30,
+        preset: int | str | None = None,
+        encoder_queue_size: int = 30,
+        on_backpressure: str = "block",
+        encoder_threads: int | None = None,
+    ) -> DatasetWriter:
+        """Open an existing dataset to append episodes.
+
+        Completes a save that was interrupted after its commit started, and drops an episode that
+        was being recorded when the previous writer died (it was never committed).
+        """
+        root = Path(root)
+        if not (root / fmt.INFO_PATH).exists():
+            raise DatasetError(f"{root}: no {fmt.INFO_PATH}; nothing to resume (use DatasetWriter.create)")
+        self = cls.__new__(cls)
+        self._lock = WriterLock(root)
+        try:
+            recovered = apply_journal(root)
+            if recovered:
+                _LOG.warning("%s: completed an episode save interrupted by a crash", root)
+            dropped = (root / WORK_DIR / "episode").exists()
+            clear_staging(root)
+            if dropped:
+                _LOG.warning("%s: dropped a partial episode left by a crashed writer", root)
+            info = load_info(root)
+            feats = fmt.features_from_info(info)
+            vkeys = fmt.video_keys(feats)
+            first_info = next((feats[k].get("info") for k in vkeys if feats[k].get("info")), None) or {}
+            if vcodec is None:
+                codec = first_info.get("video.codec", "av1")
+                vcodec = _CODEC_FROM_INFO.get(codec, codec)
+            if pix_fmt is None:
+                pix_fmt = first_info.get("video.pix_fmt", "yuv420p")
+            self._init_state(root, info, vcodec, pix_fmt, g, crf, preset, encoder_queue_size, on_backpressure)
+            self._encoder_threads = encoder_threads
+            self._load_existing()
+        except BaseException:
+            self._lock.release()
+            raise
+        self.recovered_interrupted_save = recovered
+        self.dropped_partial_episode = dropped
+        return self
+
+    def _init_state(self, root, info, vcodec, pix_fmt, g, crf, preset, queue_size, on_backpressure) -> None:
+        if on_backpressure not in BACKPRESSURE_MODES:
+            raise DatasetError(
+                f"on_backpressure must be one of {BACKPRESSURE_MODES}, got {on_backpressure!r}"
+            )
+        if int(queue_size) < 1:
+            raise DatasetError(f"encoder_queue_size must be >= 1, got {queue_size!r}")
+        self.root = Path(root)
+        self.info = info
+        self.features = fmt.features_from_info(info)
+        self.fps = int(info["fps"])
+        self.video_keys = fmt.video_keys(self.features)
+        self.data_keys = fmt.data_keys(self.features)
+        self._user_keys = [k for k in self.features if k not in fmt.DEFAULT_FEATURES]
+        self._user_key_set = set(self._user_keys)
+        self._schema = fmt.data_schema(self.features)
+        self.vcodec = resolve_encoder(vcodec) if self.video_keys else vcodec
+        self.pix_fmt = pix_fmt
+        self._options = codec_options(self.vcodec, g, crf, preset)
+        self._queue_size = int(queue_size)
+        self._block = on_backpressure == "block"
+        self._encoder_threads = None
+        if not hasattr(self, "_lock"):
+            self._lock = WriterLock(self.root)
+        self.tasks: list[str] = []
+        self._task_index: dict[str, int] = {}
+        self._stats = None
+        self._last_episode: dict | None = None
+        # Files we may append to; None = the next save opens a new file (fresh dataset or resumed).
+        self._data_file: tuple[int, int] | None = None
+        self._data_file_start = 0
+        self._video_file: dict[str, tuple[int, int] | None] = dict.fromkeys(self.video_keys)
+        self._video_file_frames: dict[str, int] = dict.fromkeys(self.video_keys, 0)
+        self._episodes_file: tuple[int, int] | None = None
+        self._episodes_in_file = 0
+        self._finalized = False
+        self._broken: str | None = None
+        self.recovered_interrupted_save = False
+        self.dropped_partial_episode = False
+        self._reset_episode()
+
+    def _load_existing(self) -> None:
+        self.tasks = load_tasks(self.root)
+        self._task_index = {t: i for i, t in enumerate(self.tasks)}
+        stats = load_stats(self.root)
+        self._stats = stats_from_json(stats) if stats else None
+        episodes = load_episodes(self.root)
+        total_eps = int(self.info.get("total_episodes", 0))
+        total_frames = int(self.info.get("total_frames", 0))
+        if len(episodes) != total_eps or sum(int(e["length"]) for e in episodes) != total_frames:
+            raise DatasetError(
+                f"{self.root}: meta/info.json says {total_eps} episodes / {total_frames} frames but "
+                f"meta/episodes holds {len(episodes)} episodes / {sum(int(e['length']) for e in episodes)} "
+                "frames (a dataset written by LeRobot must be finalize()d before it can be resumed)"
+            )
+        if [int(e["episode_index"]) for e in episodes] != list(range(total_eps)):
+            raise DatasetError(f"{self.root}: episode indices in meta/episodes are not 0..{total_eps - 1}")
+        self._last_episode = episodes[-1] if episodes else None
+
+    # --------------------------------------------------------------------------------- properties
+    @property
+    def total_episodes(self) -> int:
+        return int(self.info["total_episodes"])
+
+    @property
+    def total_frames(self) -> int:
+        return int(self.info["total_frames"])
+
+    @property
+    def episode_frames(self) -> int:
+        """Frames added to the episode being recorded (not yet saved)."""
+        return self._n
+
+    def backlog(self) -> int:
+        """Frames queued in the encoders, not yet encoded (summed over cameras)."""
+        return sum(e.backlog() for e in self._encoders.values())
+
+    # ---------------------------------------------------------------------------------- recording
+    def _reset_episode(self) -> None:
+        self._n = 0
+        self._columns: dict[str, _Column | list] = {
+            k: [] if self.features[k]["dtype"] == "string" else _Column(self.features[k])
+            for k in self._user_keys
+            if k not in self.video_keys
+        }
+        self._frame_tasks: list[str] = []
+        self._encoders: dict[str, CameraEncoder] = {}
+        self._encoded = False
+        self._episode_error: str | None = None
+
+    def _episode_dir(self) -> Path:
+        return self.root / WORK_DIR / "episode"
+
+    def _check_writable(self) -> None:
+        if self._finalized:
+            raise DatasetError(f"{self.root}: the writer was finalized; use DatasetWriter.resume() to append")
+        if self._broken:
+            raise DatasetError(f"{self.root}: writer unusable after an earlier failure: {self._broken}")
+
+    def _check_episode_ok(self) -> None:
+        if self._episode_error is not None:
+            raise DatasetError(
+                f"episode {self.total_episodes} cannot be continued or saved after an encoder failure "
+                f"({self._episode_error}); call discard_episode()"
+            )
+        if self._n > 0 and self.video_keys and set(self._encoders) != set(self.video_keys):
+            raise DatasetError(f"episode {self.total_episodes}: encoders missing; call discard_episode()")
+
+    def add_frame(self, frame: Mapping[str, object], task: str | None = None) -> None:
+        """Append one frame. `task` may also be given as frame["task"]. Images: HxWx3 uint8 RGB."""
+        self._check_writable()
+        self._check_episode_ok()
+        keys = set(frame)
+        if "task" in keys:
+            keys.discard("task")
+            if task is None:
+                task = frame["task"]
+        if keys != self._user_key_set:
+            missing = sorted(self._user_key_set - keys)
+            extra = sorted(keys - self._user_key_set)
+            hint = (
+                " (default columns are filled by the writer)"
+                if set(extra) & set(fmt.DEFAULT_FEATURES)
+                else ""
+            )
+            raise DatasetError(
+                f"frame {self._n} of episode {self.total_episodes}: missing features {missing}, "
+                f"unexpected features {extra}{hint}"
+            )
+        if not isinstance(task, str) or not task:
+            raise DatasetError(
+                f"frame {self._n} of episode {self.total_episodes}: a non-empty task string is required"
+            )
+        values = {}
+        for key in self._columns:
+            ft = self.features[key]
+            raw = frame[key]
+            if ft["dtype"] == "string":
+                if not isinstance(raw, str):
+                    raise DatasetError(f"feature {key!r}: expected str, got {type(raw).__name__}")
+                values[key] = raw
+                continue
+            try:
+                arr = np.asarray(raw, dtype=ft["dtype"])
+            except (TypeError, ValueError) as exc:
+                raise DatasetError(f"feature {key!r}: cannot convert to {ft['dtype']}: {exc}") from exc
+            if arr.shape != ft["shape"] and not (ft["shape"] == (1,) and arr.shape == ()):
+                raise DatasetError(f"feature {key!r}: expected shape {ft['shape']}, got {arr.shape}")
+            values[key] = arr.reshape(ft["shape"])
+        images = {}
+        for key in self.video_keys:
+            img = frame[key]
+            shape = tuple(self.features[key]["shape"])
+            if not isinstance(img, np.ndarray) or img.dtype != np.uint8 or img.shape != shape:
+                got = f"{img.dtype} {img.shape}" if isinstance(img, np.ndarray) else type(img).__name__
+                raise DatasetError(f"camera {key!r}: expected a {shape} uint8 RGB array, got {got}")
+            images[key] = img
+        if self._n == 0 and self.video_keys and not self._encoders:
+            self._start_encoders()
+        if images:
+            if not self._block:
+                behind = [k for k, e in self._encoders.items() if not e.has_room()]
+                if behind:
+                    raise DatasetError(
+                        f"encoder backlog full for {behind} (queue size {self._queue_size}); frame {self._n} "
+                        "was NOT recorded. Lower the frame rate/resolution, use a faster codec or preset, "
+                        "or on_backpressure='block'"
+                    )
+            try:
+                for key, img in images.items():
+                    self._encoders[key].put(img, block=self._block)
+            except DatasetError as exc:
+                # A camera may already hold this frame: the episode is inconsistent from here on.
+                self._episode_error = str(exc)
+                raise
+        for key, v in values.items():
+            self._columns[key].append(v)
+        self._frame_tasks.append(task)
+        self._n += 1
+
+    def _start_encoders(self) -> None:
+        ep_dir = self._episode_dir()
+        if ep_dir.exists():
+            shutil.rmtree(ep_dir)
+        ep_dir.mkdir(parents=True)
+        try:
+            for key in self.video_keys:
+                h, w, _ = self.features[key]["shape"]
+                self._encoders[key] = CameraEncoder(
+                    key,
+                    ep_dir / f"{key}.mp4",
+                    self.fps,
+                    h,
+                    w,
+                    self.vcodec,
+                    self.pix_fmt,
+                    self._options,
+                    self._queue_size,
+                    self._encoder_threads,
+                )
+        except BaseException:
+            self._cancel_encoders()
+            raise
+
+    def _cancel_encoders(self) -> None:
+        for enc in self._encoders.values():
+            enc.cancel()
+        self._encoders = {}
+
+    def discard_episode(self) -> None:
+        """Drop the episode being recorded (nothing of it reaches the dataset)."""
+        self._cancel_encoders()
+        shutil.rmtree(self._episode_dir(), ignore_errors=True)
+        self._reset_episode()
+
+    # -------------------------------------------------------------------------------------- save
+    def save_episode(self) -> dict:
+        """Commit the recorded frames as the next episode and return a summary dict."""
+        self._check_writable()
+        n = self._n
+        ep = self.total_episodes
+        if n == 0:
+            raise DatasetError(f"save_episode(): episode {ep} has no frames")
+        self._check_episode_ok()
+        if not self._encoded:
+            try:
+                for enc in self._encoders.values():
+                    enc.finish()
+            except DatasetError as exc:
+                self._episode_error = str(exc)
+                self._cancel_encoders()
+                raise DatasetError(f"episode {ep}: {exc}") from exc
+            self._encoded = True
+        for key, enc in self._encoders.items():
+            try:
+                on_disk = count_frames(enc.path)
+            except Exception as exc:
+                raise DatasetError(
+                    f"episode {ep}: camera {key!r} mp4 {enc.path} is unreadable ({exc}); discard_episode()"
+                ) from exc
+            if on_disk != n or enc.frames_encoded != n:
+                raise DatasetError(
+                    f"episode {ep}: camera {key!r} mp4 has {on_disk} frames but the episode has {n} parquet "
+                    "rows; nothing was saved (discard_episode() to drop it)"
+                )
+        try:
+            summary = self._commit_episode(ep, n)
+        except DatasetError:
+            raise
+        except Exception as exc:
+            if is_disk_full(exc):
+                raise DatasetError(
+                    f"{self.root}: disk full while saving episode {ep} ({exc}). Earlier episodes are intact; "
+                    "free space and call save_episode() again, or discard_episode()"
+                ) from exc
+            raise DatasetError(
+                f"{self.root}: saving episode {ep} failed: {exc!r}; earlier episodes are intact"
+            ) from exc
+        self._cancel_encoders()
+        shutil.rmtree(self._episode_dir(), ignore_errors=True)
+        self._reset_episode()
+        return summary
+
+    def _episode_table(self, ep: int, n: int, task_indices: np.ndarray) -> tuple[pa.Table, dict]:
+        start = self.total_frames
+        cols: dict[str, np.ndarray | list] = {}
+        for key in self._columns:
+            ft = self.features[key]
+            if ft["dtype"] == "string":
+                cols[key] = list(self._columns[key])
+            else:
+                cols[key] = self._columns[key].values()
+        frame_index = np.arange(n, dtype=np.int64)
+        cols["timestamp"] = (frame_index / self.fps).astype(np.float32)
+        cols["frame_index"] = frame_index
+        cols["episode_index"] = np.full(n, ep, dtype=np.int64)
+        cols["index"] = np.arange(start, start + n, dtype=np.int64)
+        cols["task_index"] = task_indices
+        arrays = []
+        for field in self._schema:
+            value = cols[field.name]
+            if pa.types.is_fixed_size_list(field.type):
+                flat = pa.array(np.ascontiguousarray(value).reshape(-1), type=field.type.value_type)
+                arrays.append(pa.FixedSizeListArray.from_arrays(flat, field.type.list_size))
+            elif isinstance(value, np.ndarray):
+                arrays.append(pa.array(value.reshape(n), type=field.type))
+            else:
+                arrays.append(pa.array(value, type=field.type))
+        table = pa.Table.from_arrays(arrays, schema=self._schema)
+        stats = {}
+        for key in self.data_keys:
+            if self.features[key]["dtype"] == "string":
+                continue
+            stats[key] = numeric_stats(cols[key])
+        return table, stats
+
+    def _commit_episode(self, ep: int, n: int) -> dict:
+        root = self.root
+        info = dict(self.info)
+        info["features"] = {k: dict(v) for k, v in self.info["features"].items()}
+        tasks = list(self.tasks)
+        task_index = dict(self._task_index)
+        for t in self._frame_tasks:
+            if t not in task_index:
+                task_index[t] = len(tasks)
+                tasks.append(t)
+        ti = np.fromiter((task_index[t] for t in self._frame_tasks), dtype=np.int64, count=n)
+        table, ep_stats = self._episode_table(ep, n, ti)
+        for key, enc in self._encoders.items():
+            vstats = enc.stats.result()
+            if vstats is not None:
+                ep_stats[key] = vstats
+
+        tx = Transaction(root, f"episode-{ep:06d}")
+        try:
+            last = self._last_episode
+            chunks = int(info["chunks_size"])
+            # ---- data parquet: append to the current file unless it would pass the size limit
+            start = self.total_frames
+            if self._data_file is None:
+                cf = (
+                    (0, 0)
+                    if last is None
+                    else fmt.update_chunk_file_indices(
+                        int(last["data/chunk_index"]), int(last["data/file_index"]), chunks
+                    )
+                )
+                append_to, file_start = None, start
+            else:
+                cur = root / fmt.data_path(*self._data_file)
+                size = _mb(cur)
+                in_file = start - self._data_file_start
+                per_frame = size / in_file if in_file > 0 else 0.0
+                if size + per_frame * n >= float(info["data_files_size_in_mb"]):
+                    cf = fmt.update_chunk_file_indices(*self._data_file, chunks)
+                    append_to, file_start = None, start
+                else:
+                    cf, append_to, file_start = self._data_file, cur, self._data_file_start
+            rel = fmt.data_path(*cf)
+            tmp = tx.temp_path(rel)
+            if append_to is None:
+                write_parquet(table, tmp)
+            else:
+                append_parquet(append_to, table, tmp)
+            tx.stage(tmp, rel)
+            new_data_file = (cf, file_start)
+
+            meta = {
+                "episode_index": ep,
+                "tasks": sorted(set(self._frame_tasks), key=self._frame_tasks.index),
+                "length": n,
+                "data/chunk_index": cf[0],
+                "data/file_index": cf[1],
+                "dataset_from_index": start,
+                "dataset_to_index": start + n,
+            }
+            # ---- videos: concatenate onto the camera's current mp4 or start a new file
+            new_video_files = {}
+            for key, enc in self._encoders.items():
+                ep_mp4 = enc.path
+                cur_cf = self._video_file[key]
+                if cur_cf is None:
+                    vcf = (
+                        (0, 0)
+                        if last is None
+                        else fmt.update_chunk_file_indices(
+                            int(last[f"videos/{key}/chunk_index"]),
+                            int(last[f"videos/{key}/file_index"]),
+                            chunks,
+                        )
+                    )
+                    concat = False
+                else:
+                    cur = root / fmt.video_path(key, *cur_cf)
+                    if _mb(cur) + _mb(ep_mp4) >= float(info["video_files_size_in_mb"]):
+                        vcf, concat = fmt.update_chunk_file_indices(*cur_cf, chunks), False
+                    else:
+                        vcf, concat = cur_cf, True
+                rel = fmt.video_path(key, *vcf)
+                offset = self._video_file_frames[key] if concat else 0
+                if concat:
+                    tmp = tx.temp_path(rel)
+                    concat_mp4(root / rel, ep_mp4, tmp, self.fps)
+                    tx.stage(tmp, rel)
+                else:
+                    tx.stage(ep_mp4, rel)
+                new_video_files[key] = (vcf, offset + n)
+                meta[f"videos/{key}/chunk_index"] = vcf[0]
+                meta[f"videos/{key}/file_index"] = vcf[1]
+                meta[f"videos/{key}/from_timestamp"] = offset / self.fps
+                meta[f"videos/{key}/to_timestamp"] = (offset + n) / self.fps
+                if not info["features"][key].get("info"):
+                    info["features"][key]["info"] = video_info(ep_mp4)
+            meta.update(flatten_episode_stats(ep_stats))
+            # ---- episodes metadata parquet
+            if self._episodes_file is None:
+                ecf = (
+                    (0, 0)
+                    if last is None
+                    else fmt.update_chunk_file_indices(
+                        int(last["meta/episodes/chunk_index"]), int(last["meta/episodes/file_index"]), chunks
+                    )
+                )
+                e_append, e_count = None, 0
+            else:
+                cur = root / fmt.episodes_path(*self._episodes_file)
+                size = _mb(cur)
+                per_ep = size / self._episodes_in_file if self._episodes_in_file else 0.0
+                if size + per_ep >= float(info["data_files_size_in_mb"]):
+                    ecf = fmt.update_chunk_file_indices(*self._episodes_file, chunks)
+                    e_append, e_count = None, 0
+                else:
+                    ecf, e_append, e_count = self._episodes_file, cur, self._episodes_in_file
+            meta["meta/episodes/chunk_index"] = ecf[0]
+            meta["meta/episodes/file_index"] = ecf[1]
+            row = pa.Table.from_pylist([meta])
+            rel = fmt.episodes_path(*ecf)
+            tmp = tx.temp_path(rel)
+            if e_append is None:
+                write_parquet(row, tmp)
+            else:
+                append_parquet(e_append, row, tmp, merge_row_groups=True)
+            tx.stage(tmp, rel)
+            # ---- tasks, stats, info (info last: it carries the totals)
+            if len(tasks) != len(self.tasks):
+                tmp = tx.temp_path(fmt.TASKS_PATH)
+                write_parquet(tasks_table(tasks), tmp)
+                tx.stage(tmp, fmt.TASKS_PATH)
+            new_stats = aggregate_stats([self._stats, ep_stats]) if self._stats else ep_stats
+            tmp = tx.temp_path(fmt.STATS_PATH)
+            write_json_file(tmp, stats_to_json(new_stats))
+            tx.stage(tmp, fmt.STATS_PATH)
+            info["total_episodes"] = ep + 1
+            info["total_frames"] = start + n
+            info["total_tasks"] = len(tasks)
+            info["splits"] = {"train": f"0:{ep + 1}"}
+            tmp = tx.temp_path(fmt.INFO_PATH)
+            write_json_file(tmp, info)
+            tx.stage(tmp, fmt.INFO_PATH)
+        except BaseException:
+            tx.abort()
+            raise
+        try:
+            tx.commit()
+        except BaseException as exc:
+            self._broken = (
+                f"commit of episode {ep} interrupted ({exc!r}); DatasetWriter.resume() completes it"
+            )
+            raise DatasetError(f"{root}: {self._broken}") from exc
+        tx.abort()  # removes the (now empty) staging folder
+        # ---- commit done: adopt the new state
+        self.info = info
+        self.features = fmt.features_from_info(info)
+        self.tasks, self._task_index = tasks, task_index
+        self._stats = new_stats
+        self._data_file, self._data_file_start = new_data_file
+        for key, (vcf, frames) in new_video_files.items():
+            self._video_file[key] = vcf
+            self._video_file_frames[key] = frames
+        self._episodes_file, self._episodes_in_file = ecf, e_count + 1
+        self._last_episode = {k: v for k, v in meta.items() if not k.startswith("stats/")}
+        return {
+            "episode_index": ep,
+            "length": n,
+            "tasks": meta["tasks"],
+            "dataset_from_index": start,
+            "dataset_to_index": start + n,
+            "data_file": fmt.data_path(*cf),
+            "video_files": {k: fmt.video_path(k, *v[0]) for k, v in new_video_files.items()},
+            "duration_s": n / self.fps,
+        }
+
+    # ---------------------------------------------------------------------------------- finalize
+    def finalize(self, on_pending: str = "error") -> None:
+        """Close the writer. Every saved episode is already durable; this releases resources.
+
+        Idempotent. An unsaved episode in progress is an error by default (nothing is lost
+        silently); pass on_pending="save" or "discard" to decide.
+        """
+        if self._finalized:
+            return
+        if self._n > 0:
+            if on_pending == "save":
+                self.save_episode()
+            elif on_pending == "discard":
+                self.discard_episode()
+            else:
+                raise DatasetError(
+                    f"finalize(): episode {self.total_episodes} has {self._n} unsaved frames; "
+                    "call save_episode() or discard_episode() first (or finalize(on_pending='save'|'discard'))"
+                )
+        self._cancel_encoders()
+        if self._broken is None:
+            clear_staging(self.root)
+        self._lock.release()
+        if self._broken is None:
+            shutil.rmtree(self.root / WORK_DIR, ignore_errors=True)
+        self._finalized = True
+
+    def __enter__(self) -> DatasetWriter:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.finalize(on_pending="discard" if exc_type is not None else "error")
+
+    def __del__(self):
+        # Dropped without finalize(): stop encoders and free the lock; saved episodes are durable.
+        for e in (getattr(self, "_encoders", None) or {}).values():
+            e._cancel.set()
+            with contextlib.suppress(queue.Full):
+                e.queue.put_nowait(None)
+        lock = getattr(self, "_lock", None)
+        if lock is not None:
+            lock.release()
+
+    def __repr__(self) -> str:
+        return (
+            f"DatasetWriter(root={str(self.root)!r}, fps={self.fps}, episodes={self.total_episodes}, "
+            f"frames={self.total_frames}, recording={self._n})"
+        )

@@ -1,0 +1,770 @@
+"""The recorder node's engine, ROS-free: messages in, episodes out, all work on one worker thread.
+
+The node's subscription callbacks only call :meth:`LiveRecorder.ingest` (serialized bytes + receive
+time: an append to a queue and a counter). The worker thread does everything that takes time:
+deserializing, the alignment core (one fresh :class:`~lerobot_recorder.alignment.Aligner` per
+episode, exactly as bag import does per bag), image conversion, ``DatasetWriter.add_frame`` (whose
+encoders run on their own threads), saving, and handing the raw bytes to the raw-bag writer
+thread. Services and the action call :meth:`request` and wait on the returned future.
+
+Backpressure is visible, never silent: when the video encoders fall behind, ``add_frame`` blocks
+the worker, the ingest queue grows and its size is reported (``ingest_backlog``,
+``encoder_backlog``); only when the queue exceeds ``max_ingest_mb`` are the oldest messages
+dropped, counted per stream and reported in the status and the log.
+
+Record raw, convert later: in ``mode="raw"`` or ``"both"`` every message an episode's aligner
+sees is also written, byte for byte, into that episode's mcap bag (log time = receive time), so
+importing the bag replays the same samples into the same alignment rules.
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .alignment import RECEIVE, Aligner
+from .contract import IMAGE_TYPES, STRING, Contract
+from .dataset import DatasetError, DatasetWriter
+from .dataset import format as dsfmt
+from .episode_control import Effect, EpisodeConfig, EpisodeController, EpisodeError, State
+from .rate_audit import AuditSpec, RateAudit, StreamHealth
+from .raw_bag import RawBagError, RawRecording, ThreadedBagWriter
+
+_NS = 1_000_000_000
+MODES = ("dataset", "raw", "both")
+
+RESULT_SAVED, RESULT_DISCARDED, RESULT_EMPTY, RESULT_ERROR = 0, 1, 2, 3
+
+
+class RecorderError(ValueError):
+    """A configuration or request the recorder cannot carry out; the message says what to fix."""
+
+
+@dataclass(frozen=True)
+class LiveConfig:
+    dataset_root: str
+    mode: str = "dataset"  # dataset | raw | both
+    raw_dir: str = ""  # default: <dataset_root>_raw
+    resume: bool = False
+    vcodec: str = "libsvtav1"
+    crf: int = 30
+    preset: int = -1  # -1 = the writer's default
+    encoder_queue_size: int = 30
+    episode: EpisodeConfig = field(default_factory=EpisodeConfig)
+    latency_margin_s: float = 0.1
+    history_s: float = 5.0
+    rate_tolerance: float = 0.9
+    audit_window_s: float = 1.0
+    max_ingest_mb: float = 512.0
+    streams: tuple[str, ...] = ()  # record only these contract streams/features (empty = all)
+
+    @property
+    def raw_root(self) -> Path:
+        return Path(self.raw_dir) if self.raw_dir else Path(str(Path(self.dataset_root)) + "_raw")
+
+
+@dataclass
+class EpisodeOutcome:
+    seq: int
+    result_code: int
+    message: str
+    episode_index: int
+    frames: int
+    dropped_ticks: int
+    duration_s: float
+    streams: list[StreamHealth]
+    raw_bag: str = ""
+
+
+@dataclass
+class Snapshot:
+    state: int = State.UNCONFIGURED
+    message: str = ""
+    dataset_root: str = ""
+    task: str = ""
+    episode_index: int = 0
+    episodes_recorded: int = 0
+    total_episodes: int = 0
+    frames: int = 0
+    elapsed_s: float = 0.0
+    episode_time_s: float = 0.0
+    dropped_ticks: int = 0
+    encoder_backlog: int = 0
+    ingest_backlog: int = 0
+    ingest_dropped: int = 0
+    streams: list[StreamHealth] = field(default_factory=list)
+    episode_seq: int = 0
+    session: bool = False
+
+
+def check_dataset_root(root: Path, resume: bool, mode: str) -> str:
+    """'create' or 'resume' for a dataset folder, or RecorderError saying why it cannot be used."""
+    if mode == "raw":
+        return "none"
+    if root.exists() and not root.is_dir():
+        raise RecorderError(f"dataset_root {root} exists and is not a directory")
+    is_dataset = (root / dsfmt.INFO_PATH).is_file()
+    if is_dataset:
+        if not resume:
+            raise RecorderError(
+                f"dataset_root {root} already holds a dataset; set resume:=true to append episodes, "
+                "or choose a new folder"
+            )
+        return "resume"
+    if root.is_dir() and any(root.iterdir()):
+        raise RecorderError(
+            f"dataset_root {root} is an existing folder that is not a LeRobot dataset (no {dsfmt.INFO_PATH}); "
+            "refusing to write into it: choose a new or empty folder"
+        )
+    return "create"
+
+
+def select_streams(contract: Contract, wanted: tuple[str, ...]) -> Contract:
+    """Check that every requested stream (feature name or topic) exists in the contract."""
+    if not wanted:
+        return contract
+    known = set(contract.vectors) | set(contract.images) | set(contract.streams)
+    unknown = [w for w in wanted if w not in known]
+    if unknown:
+        raise RecorderError(
+            f"unknown stream(s) {unknown}: the contract ({contract.source}) has features "
+            f"{sorted(set(contract.vectors) | set(contract.images))} and topics {sorted(contract.streams)}"
+        )
+    from dataclasses import replace
+
+    vectors = {k: v for k, v in contract.vectors.items() if k in wanted or any(s.topic in wanted for s in v)}
+    images = {k: v for k, v in contract.images.items() if k in wanted or v.topic in wanted}
+    topics = {s.topic for v in vectors.values() for s in v} | {v.topic for v in images.values()}
+    if contract.task_topic:
+        topics.add(contract.task_topic)
+    streams = {t: s for t, s in contract.streams.items() if t in topics}
+    if not vectors and not images:
+        raise RecorderError(f"streams {list(wanted)} select no feature to record")
+    return replace(contract, vectors=vectors, images=images, streams=streams)
+
+
+class LiveRecorder:
+    """See the module docstring. ``decode(topic, bytes) -> message``; ``clock() -> ns`` (node clock)."""
+
+    def __init__(
+        self,
+        cfg: LiveConfig,
+        contract: Contract,
+        decode: Callable[[str, bytes], object],
+        clock: Callable[[], int],
+        monotonic: Callable[[], float] = time.monotonic,
+        logger: logging.Logger | None = None,
+        on_change: Callable[[], None] | None = None,
+    ):
+        if cfg.mode not in MODES:
+            raise RecorderError(f"mode must be one of {MODES}, got {cfg.mode!r}")
+        self.cfg = cfg
+        self.contract = select_streams(contract, cfg.streams)
+        self._decode = decode
+        self._clock = clock
+        self._mono = monotonic
+        self.log = logger or logging.getLogger("recorder")
+        self._on_change = on_change or (lambda: None)
+        self.root = Path(cfg.dataset_root).expanduser().absolute()
+        self.kind = check_dataset_root(self.root, cfg.resume, cfg.mode)
+        self.raw = RawRecording(cfg.raw_root) if cfg.mode in ("raw", "both") else None
+        saved_before = 0
+        self.writer: DatasetWriter | None = None
+        self._resolved: Contract | None = None
+        if self.kind == "resume":
+            info_fps = int(json.loads((self.root / dsfmt.INFO_PATH).read_text())["fps"])
+            if info_fps != self.contract.fps:
+                raise RecorderError(
+                    f"dataset {self.root} was recorded at {info_fps} fps but the contract says {self.contract.fps}"
+                )
+        if self.raw is not None and cfg.mode == "raw":
+            saved_before = self.raw.next_index()
+        self._controller = EpisodeController(cfg.episode, saved_before=saved_before)
+        self._streams = self.contract.streams
+        expected = {}
+        for topic, st in self._streams.items():
+            if st.msgtype == STRING:
+                expected[topic] = 0.0
+            elif st.msgtype in IMAGE_TYPES:
+                expected[topic] = float(self.contract.fps)
+            else:
+                expected[topic] = float(st.rate or self.contract.fps)
+        self.audit_specs = [
+            AuditSpec(
+                name=topic,
+                topic=topic,
+                expected_rate_hz=expected[topic],
+                stale_after_s=(st.max_staleness if st.max_staleness else 1e9)
+                if st.msgtype != STRING
+                else 1e9,
+            )
+            for topic, st in self._streams.items()
+        ]
+        self._audit = RateAudit(self.audit_specs, window_s=cfg.audit_window_s, tolerance=cfg.rate_tolerance)
+        self._audit_lock = threading.Lock()
+        self._queue: collections.deque = collections.deque()
+        self._queue_bytes = 0
+        self._qlock = threading.Lock()
+        self._wake = threading.Event()
+        self._cmds: collections.deque = collections.deque()
+        self._latest_raw: dict[str, bytes] = {}
+        self._ingest_dropped: dict[str, int] = dict.fromkeys(self._streams, 0)
+        self._last_drop_warn = 0.0
+        self._rejected: dict[str, int] = {}
+        self._task_override: str | None = None
+        self._aligner: Aligner | None = None
+        self._t_begin_ns = 0
+        self._t_stop_ns: int | None = None
+        self._closing_until: float | None = None  # monotonic deadline of the stop's latency margin
+        self._timeline = {t: st.timeline for t, st in self.contract.streams.items()}
+        self._required_topics = {t for t, st in self.contract.streams.items() if st.required}
+        self._passed_stop: set[str] = set()
+        self._bag: ThreadedBagWriter | None = None
+        self._bag_index = 0
+        self._episode_frames = 0
+        self._episode_seq = 0
+        self._outcomes: dict[int, EpisodeOutcome] = {}
+        self._outcome_futures: dict[int, concurrent.futures.Future] = {}
+        self._health: list[StreamHealth] = []
+        self._last_audit = 0.0
+        self._thread: threading.Thread | None = None
+        self._stop = False
+        self.done = threading.Event()  # session finished (exit_when_done) or finalized
+        self.latencies_ns: collections.deque = collections.deque(maxlen=100000)  # tick -> add_frame returned
+        self._snapshot = Snapshot(dataset_root=str(self.root))
+        self._snap_lock = threading.Lock()
+        self._open_writer_if_resuming()
+        self._controller.state = State.IDLE
+        self._update_snapshot()
+
+    # ------------------------------------------------------------------ setup
+    def _open_writer_if_resuming(self) -> None:
+        if self.kind != "resume":
+            return
+        self.writer = DatasetWriter.resume(
+            self.root,
+            encoder_queue_size=self.cfg.encoder_queue_size,
+            crf=self.cfg.crf,
+            preset=None if self.cfg.preset < 0 else self.cfg.preset,
+        )
+        if self.writer.dropped_partial_episode:
+            self.log.warning(f"{self.root}: dropped a partial episode left by an earlier crash")
+        self._controller.saved_before = self.writer.total_episodes
+        self.log.info(f"resuming {self.root}: {self.writer.total_episodes} episode(s) already recorded")
+
+    def _resolve(self) -> Contract:
+        """Resolve the contract from the latest message of each topic; create/check the dataset."""
+        if self._resolved is not None:
+            return self._resolved
+        firsts = {}
+        missing = []
+        for topic, st in self._streams.items():
+            data = self._latest_raw.get(topic)
+            if data is None:
+                if st.required:
+                    missing.append(topic)
+                continue
+            firsts[topic] = self._decode(topic, data)
+        needs = [s.topic for srcs in self.contract.vectors.values() for s in srcs if s.joints is None] + [
+            s.topic for s in self.contract.images.values() if s.height is None
+        ]
+        missing += [t for t in needs if t not in firsts and t not in missing]
+        if missing:
+            raise EpisodeError(f"no message received yet on {sorted(missing)}: are the sources running?")
+        try:
+            resolved = self.contract.resolve(firsts)
+        except ValueError as exc:
+            raise EpisodeError(str(exc)) from None
+        if self.cfg.mode != "raw":
+            features = resolved.features()
+            if self.writer is None:
+                self.writer = DatasetWriter.create(
+                    self.root,
+                    resolved.fps,
+                    features,
+                    robot_type=resolved.robot_type,
+                    vcodec=self.cfg.vcodec,
+                    crf=self.cfg.crf,
+                    preset=None if self.cfg.preset < 0 else self.cfg.preset,
+                    encoder_queue_size=self.cfg.encoder_queue_size,
+                )
+                self.log.info(
+                    f"created dataset {self.root} ({resolved.fps} fps, features {sorted(features)})"
+                )
+            else:
+                have = {k: (tuple(v["shape"]), v.get("names")) for k, v in self.writer.features.items()}
+                for k, v in features.items():
+                    got = have.get(k)
+                    if (
+                        got is None
+                        or got[0] != tuple(v["shape"])
+                        or (v["dtype"] != "video" and list(got[1] or []) != list(v["names"]))
+                    ):
+                        raise EpisodeError(
+                            f"feature {k} of the contract ({tuple(v['shape'])}, {v.get('names')}) does not "
+                            f"match the dataset being resumed ({got}); use a new dataset_root"
+                        )
+                extra = set(have) - set(features) - set(dsfmt.DEFAULT_FEATURES)
+                if extra:
+                    raise EpisodeError(
+                        f"the dataset being resumed has features {sorted(extra)} the contract lacks"
+                    )
+        self._resolved = resolved
+        return resolved
+
+    # ------------------------------------------------------------------ thread API
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="recorder-worker", daemon=True)
+        self._thread.start()
+
+    def ingest(self, topic: str, data: bytes, receive_ns: int) -> None:
+        """From a subscription callback: queue the serialized message; never blocks on I/O."""
+        now = self._mono()
+        with self._audit_lock:
+            self._audit.note(topic, now)
+        n = len(data)
+        with self._qlock:
+            self._queue.append((topic, data, receive_ns))
+            self._queue_bytes += n
+            limit = self.cfg.max_ingest_mb * 1024 * 1024
+            while self._queue_bytes > limit and len(self._queue) > 1:
+                t, d, _ = self._queue.popleft()
+                self._queue_bytes -= len(d)
+                self._ingest_dropped[t] = self._ingest_dropped.get(t, 0) + 1
+        self._wake.set()
+
+    def request(self, command: str, **kwargs) -> concurrent.futures.Future:
+        fut: concurrent.futures.Future = concurrent.futures.Future()
+        self._cmds.append((command, kwargs, fut))
+        self._wake.set()
+        return fut
+
+    def outcome_future(self, seq: int) -> concurrent.futures.Future:
+        with self._snap_lock:
+            fut = self._outcome_futures.setdefault(seq, concurrent.futures.Future())
+            if seq in self._outcomes and not fut.done():
+                fut.set_result(self._outcomes[seq])
+            return fut
+
+    def snapshot(self) -> Snapshot:
+        with self._snap_lock:
+            snap = Snapshot(**self._snapshot.__dict__)
+        with self._qlock:
+            snap.ingest_backlog = len(self._queue)
+            snap.ingest_dropped = sum(self._ingest_dropped.values())
+        if self.writer is not None:
+            try:
+                snap.encoder_backlog = self.writer.backlog() + snap.ingest_backlog
+            except Exception:
+                snap.encoder_backlog = snap.ingest_backlog
+        else:
+            snap.encoder_backlog = snap.ingest_backlog + (self._bag.backlog() if self._bag else 0)
+        return snap
+
+    def close(self, save_pending: bool = True, timeout: float = 120.0) -> None:
+        """Stop the worker: a recording episode is saved (or discarded), the dataset finalized."""
+        if self._thread is None:
+            return
+        fut = self.request("shutdown", save=save_pending)
+        try:
+            fut.result(timeout)
+        except Exception as exc:
+            self.log.error(f"closing the recorder: {exc}")
+        self._stop = True
+        self._wake.set()
+        self._thread.join(timeout=10)
+        self._thread = None
+
+    # ------------------------------------------------------------------ worker
+    def _run(self) -> None:
+        while not self._stop:
+            self._wake.wait(0.01)
+            self._wake.clear()
+            try:
+                self._step()
+            except Exception as exc:
+                self.log.error(f"recorder worker: {exc!r}")
+                self._fail_episode(str(exc))
+
+    def _step(self) -> None:
+        # messages first, so a command sees everything that arrived before it
+        self._drain()
+        while self._cmds:
+            cmd, kw, fut = self._cmds.popleft()
+            try:
+                result = self._command(cmd, **kw)
+            except (EpisodeError, RecorderError, DatasetError, RawBagError) as exc:
+                fut.set_exception(RecorderError(str(exc)))
+            except Exception as exc:
+                fut.set_exception(RecorderError(f"{cmd} failed: {exc!r}"))
+            else:
+                fut.set_result(result)
+            self._update_snapshot()
+        if self._closing_until is not None and (
+            self._mono() >= self._closing_until or self._required_topics <= self._passed_stop
+        ):
+            self._complete_closing()
+        if self._controller.state not in (State.FINALIZED, State.ERROR, State.UNCONFIGURED):
+            self._apply(self._controller.tick(self._mono()))
+        now = self._mono()
+        if now - self._last_audit >= 0.1:
+            self._last_audit = now
+            self._run_audit(now)
+            self._update_snapshot()
+
+    def _drain(self, budget_s: float | None = 0.05) -> None:
+        """Push queued messages into the episode's aligner (and raw bag), writing settled frames."""
+        t_end = self._mono() + budget_s if budget_s is not None else float("inf")
+        while True:
+            with self._qlock:
+                if not self._queue:
+                    break
+                topic, data, recv = self._queue.popleft()
+                self._queue_bytes -= len(data)
+            self._latest_raw[topic] = data
+            if self._aligner is not None:
+                try:
+                    msg = self._decode(topic, data)
+                    value, stamp, r = self._resolved.extract(topic, msg, None, recv)
+                    # the episode is [start, stop] on each stream's own timeline: samples taken
+                    # before the start request or after the stop request are not part of it
+                    t = r if self._timeline[topic] == RECEIVE or stamp is None else stamp
+                    if t < self._t_begin_ns:
+                        continue
+                    if self._t_stop_ns is not None and t > self._t_stop_ns:
+                        self._passed_stop.add(topic)  # this stream has nothing more for the episode
+                        continue
+                    self._aligner.push(topic, value, stamp_ns=stamp, receive_ns=r)
+                except ValueError as exc:
+                    self._bad_message(topic, exc)
+                    continue
+                if self._bag is not None:
+                    self._bag.put(topic, recv, data, stamp)
+                # Settle ticks on the receive clock, message by message: exactly the rule bag import
+                # applies to the same messages (log time = receive time), so both give the same frames.
+                error = self._write_frames(self._aligner.pop_ready(now_ns=recv))
+                if error:
+                    self._fail_episode(error)
+                    return
+            if self._mono() > t_end:
+                break
+        dropped = sum(self._ingest_dropped.values())
+        if dropped and self._mono() - self._last_drop_warn > 2.0:
+            self._last_drop_warn = self._mono()
+            self.log.warning(
+                f"backpressure: {dropped} message(s) dropped from the ingest queue so far "
+                f"(> {self.cfg.max_ingest_mb:g} MB waiting): {dict((k, v) for k, v in self._ingest_dropped.items() if v)}"
+            )
+
+    def _bad_message(self, topic: str, exc: Exception) -> None:
+        """A message that does not fit the contract is skipped (its ticks show up as drops) and reported."""
+        n = self._rejected.get(topic, 0) + 1
+        self._rejected[topic] = n
+        if n == 1 or n % 100 == 0:
+            self.log.error(f"rejected {n} message(s) on {topic}: {exc}")
+
+    def _write_frames(self, frames) -> str | None:
+        """Hand aligned frames to the writer; returns an error text when the episode cannot go on."""
+        for fr in frames:
+            try:
+                if self.writer is not None and self.cfg.mode != "raw":
+                    frame, task = self._resolved.make_frame(fr.values)
+                    self.writer.add_frame(frame, task=self._task_override or task)
+                    self.latencies_ns.append(self._clock() - fr.time_ns)
+                self._episode_frames += 1
+            except (DatasetError, ValueError) as exc:
+                return f"frame {fr.index}: {exc}"
+        return None
+
+    def _fail_episode(self, message: str) -> None:
+        """An error during an episode: stop it; the partial episode is dropped, earlier ones are intact."""
+        self.log.error(message)
+        if self._controller.state in (State.RECORDING, State.SAVING):
+            self._controller.state = State.SAVING
+            self._apply(self._finish_episode(save=False, error=message))
+
+    def _run_audit(self, now: float) -> None:
+        dropped = {}
+        if self._aligner is not None:
+            dropped = {n: s.dropped_ticks for n, s in self._aligner.stats.streams.items()}
+        with self._audit_lock:
+            health, changed = self._audit.audit(now, dropped)
+        self._health = health
+        if self._controller.state == State.RECORDING:
+            for h in changed:
+                if h.healthy:
+                    self.log.info(f"{h.describe()} (recovered)")
+                else:
+                    self.log.warning(f"episode {self._controller.episode_index}: {h.describe()}")
+
+    # ------------------------------------------------------------------ commands and effects
+    def _command(self, cmd: str, **kw):
+        c = self._controller
+        now = self._mono()
+        if cmd == "start":
+            # task: the request's, else the node's parameter, else the contract's (topic or fixed text)
+            override = kw.get("task", "") or self.cfg.episode.task
+            fallback = self.contract.task_text or f"(from {self.contract.task_topic})"
+            plan = c.make_plan(
+                override or fallback, kw.get("episode_time_s", 0.0), kw.get("reset_time_s", -1.0)
+            )
+            if c.state in (State.FINALIZED,):
+                raise RecorderError(
+                    "the dataset was finalized; reconfigure the node (resume:=true) to append"
+                )
+            if c.state in (State.RECORDING, State.SAVING):
+                raise EpisodeError(f"episode {c.episode_index} is already being recorded")
+            self._resolve()
+            self._task_override = override or None
+            self._apply(c.start(now, plan, session=bool(kw.get("session", False))))
+            return {"episode_index": c.episode_index, "seq": self._episode_seq}
+        if cmd == "stop":
+            self._apply(c.stop(now))
+            return {"episode_index": c.episode_index, "message": c.message}
+        if cmd == "discard":
+            seq = self._episode_seq
+            self._apply(c.discard(now))
+            return {"episode_index": c.episode_index, "seq": seq}
+        if cmd == "finalize":
+            self._apply(c.finalize(now))
+            return {"message": c.message, "episodes": c.episodes_recorded}
+        if cmd == "shutdown":
+            if c.state == State.RECORDING and not kw.get("save", True):
+                self._apply(c.discard(now))
+            self._complete_closing(wait=True)
+            if c.state not in (State.FINALIZED, State.UNCONFIGURED):
+                self._apply(c.finalize(now))
+                self._complete_closing(wait=True)
+            self._close_writer()
+            return {"message": c.message}
+        raise RecorderError(f"unknown command {cmd!r}")
+
+    def _apply(self, effects) -> None:
+        pending = list(effects)
+        while pending:
+            eff = pending.pop(0)
+            if eff == Effect.BEGIN_EPISODE:
+                self._begin_episode()
+            elif eff == Effect.SAVE_EPISODE:
+                # samples stamped before the stop may still be in flight: take them for one
+                # latency margin, then save (the episode is SAVING meanwhile)
+                # (until every required stream delivered a sample past the stop, at most 1 s more)
+                self._t_stop_ns = self._clock()
+                self._passed_stop = set()
+                self._closing_until = self._mono() + self.cfg.latency_margin_s + 1.0
+                if pending:
+                    raise RuntimeError(f"effects after a save are not supported: {pending}")
+            elif eff == Effect.DISCARD_EPISODE:
+                self._finish_episode(save=False, discarded=True)
+            elif eff == Effect.FINALIZE:
+                self._close_writer()
+                self.done.set()
+            elif eff == Effect.SESSION_DONE:
+                self.log.info(self._controller.message)
+                self.done.set()
+            self._update_snapshot()
+            self._on_change()
+
+    def _complete_closing(self, wait: bool = False) -> None:
+        """Save the episode whose stop is pending (waiting out the latency margin first if asked)."""
+        if self._closing_until is None:
+            return
+        while wait and self._mono() < self._closing_until and not self._required_topics <= self._passed_stop:
+            self._drain()
+            time.sleep(0.005)
+        self._drain(budget_s=None)
+        self._closing_until = None
+        self._apply(self._finish_episode(save=True))
+
+    def _begin_episode(self) -> None:
+        resolved = self._resolve()
+        self._episode_seq += 1
+        self._episode_frames = 0
+        self._t_begin_ns = self._clock()
+        self._t_stop_ns = None
+        self.latencies_ns.clear()
+        self._aligner = Aligner(
+            resolved.fps,
+            resolved.stream_specs(),
+            latency_margin_s=self.cfg.latency_margin_s,
+            history_s=self.cfg.history_s,
+        )
+        with self._audit_lock:
+            self._audit.reset(self._mono())
+        if self.raw is not None:
+            idx = self._controller.episode_index
+            types = {t: s.msgtype for t, s in resolved.streams.items()}
+            self._bag = self.raw.begin(idx, types)
+            self._bag_index = idx
+        plan = self._controller.plan
+        self.log.info(
+            f"recording episode {self._controller.episode_index} ({plan.episode_time_s:g} s, task {plan.task!r})"
+        )
+
+    def _finish_episode(self, save: bool, discarded: bool = False, error: str | None = None) -> list[Effect]:
+        c = self._controller
+        self._closing_until = None
+        aligner, self._aligner = self._aligner, None
+        bag, self._bag = self._bag, None
+        t0 = c.phase_start or self._mono()
+        duration = max(0.0, self._mono() - t0)
+        if aligner is not None and save and error is None:
+            error = self._write_frames(aligner.finish())
+            if error:
+                save = False
+        stats = aligner.stats if aligner is not None else None
+        streams = self._final_health(stats)
+        dropped = stats.ticks_dropped if stats else 0
+        frames = self._episode_frames
+        index = c.episode_index
+        raw_path = ""
+        bag_latencies = bag.latencies_ns if bag is not None else None
+        code, message = RESULT_SAVED, ""
+        ok = False
+        empty = False
+        try:
+            if save and frames > 0:
+                if self.writer is not None and self.cfg.mode != "raw":
+                    summary = self.writer.save_episode()
+                    message = f"episode {index} saved: {summary['length']} frames"
+                else:
+                    message = f"episode {index} recorded: {frames} frames (raw)"
+                if bag is not None:
+                    raw_path = str(self.raw.commit(bag, self._bag_index))
+                    bag = None
+                    message += f", raw bag {raw_path}"
+                ok = True
+            elif save:
+                code, empty = RESULT_EMPTY, True
+                message = (
+                    f"episode {index}: no complete tick was recorded (is every required stream publishing?)"
+                )
+            else:
+                code = RESULT_ERROR if error else RESULT_DISCARDED
+                message = f"episode {index} {'failed: ' + error if error else 'discarded'}"
+        except (DatasetError, RawBagError, OSError) as exc:
+            code, message = RESULT_ERROR, f"episode {index}: saving failed: {exc}"
+            error = message
+        finally:
+            if not ok:
+                if self.writer is not None and self.cfg.mode != "raw":
+                    try:
+                        self.writer.discard_episode()
+                    except Exception as exc:
+                        self.log.error(f"discarding episode {index}: {exc}")
+                if bag is not None:
+                    self.raw.discard(bag)
+        if stats is not None:
+            message += f" ({stats.summary()})"
+        lat = self.latency_summary(bag_latencies)
+        if lat:
+            message += f" [latency {lat}]"
+        (self.log.error if code == RESULT_ERROR else self.log.info)(message)
+        outcome = EpisodeOutcome(
+            seq=self._episode_seq,
+            result_code=code,
+            message=message,
+            episode_index=index,
+            frames=frames if ok else frames,
+            dropped_ticks=dropped,
+            duration_s=duration,
+            streams=streams,
+            raw_bag=raw_path,
+        )
+        with self._snap_lock:
+            self._outcomes[outcome.seq] = outcome
+            fut = self._outcome_futures.get(outcome.seq)
+        if fut is not None and not fut.done():
+            fut.set_result(outcome)
+        self._last_outcome = outcome
+        if discarded:
+            return []
+        if c.state == State.SAVING:
+            return c.saved(self._mono(), ok=ok, empty=empty)
+        return []
+
+    def _final_health(self, stats) -> list[StreamHealth]:
+        out = []
+        for spec in self.audit_specs:
+            s = stats.streams.get(spec.name) if stats is not None else None
+            h = next((x for x in self._health if x.name == spec.name), None)
+            out.append(
+                StreamHealth(
+                    name=spec.name,
+                    topic=spec.topic,
+                    expected_rate_hz=spec.expected_rate_hz,
+                    measured_rate_hz=(s.rate_hz or 0.0) if s is not None else 0.0,
+                    received=s.received if s is not None else 0,
+                    dropped_ticks=s.dropped_ticks if s is not None else 0,
+                    age_s=h.age_s if h else -1.0,
+                    stale=h.stale if h else True,
+                    rate_ok=(spec.expected_rate_hz <= 0)
+                    or (
+                        s is not None
+                        and (s.rate_hz or 0.0) >= spec.expected_rate_hz * self.cfg.rate_tolerance
+                    ),
+                    judged=True,
+                )
+            )
+        return out
+
+    def _close_writer(self) -> None:
+        if self.writer is not None:
+            try:
+                self.writer.finalize(on_pending="discard")
+            finally:
+                self.writer = None
+
+    # ------------------------------------------------------------------ status
+    def _update_snapshot(self) -> None:
+        c = self._controller
+        aligner = self._aligner
+        dropped_per = {}
+        if aligner is not None:
+            dropped_per = {n: s.dropped_ticks for n, s in aligner.stats.streams.items()}
+        streams = []
+        for h in self._health:
+            h2 = StreamHealth(**h.__dict__)
+            h2.dropped_ticks = dropped_per.get(h.name, 0)
+            streams.append(h2)
+        total = c.saved_before + c.episodes_recorded
+        if self.writer is not None:
+            total = self.writer.total_episodes
+        with self._snap_lock:
+            self._snapshot = Snapshot(
+                state=int(c.state),
+                message=c.message,
+                dataset_root=str(self.root) if self.cfg.mode != "raw" else str(self.cfg.raw_root),
+                task=c.plan.task if c.plan else c.config.task,
+                episode_index=c.episode_index,
+                episodes_recorded=c.episodes_recorded,
+                total_episodes=total,
+                frames=self._episode_frames if c.state in (State.RECORDING, State.SAVING) else 0,
+                elapsed_s=c.elapsed(self._mono()),
+                episode_time_s=c.plan.episode_time_s if c.plan else c.config.episode_time_s,
+                dropped_ticks=aligner.stats.ticks_dropped if aligner is not None else 0,
+                streams=streams,
+                episode_seq=self._episode_seq,
+                session=c.session,
+            )
+
+    def latency_summary(self, bag_latencies=None) -> str:
+        """Stamp -> handed to the video encoders (dataset) and stamp -> written to the mcap (raw)."""
+        parts = []
+        for label, values in (("stamp->writer", self.latencies_ns), ("stamp->mcap", bag_latencies)):
+            if values:
+                arr = np.asarray(values, dtype=np.float64) / 1e6
+                parts.append(
+                    f"{label} p50 {np.percentile(arr, 50):.1f} ms p99 {np.percentile(arr, 99):.1f} ms "
+                    f"max {arr.max():.1f} ms"
+                )
+        return "; ".join(parts)

@@ -1,0 +1,613 @@
+"""``recorder``: a lifecycle node that records LeRobot datasets (and/or raw mcap bags) from live topics.
+
+A thin adapter around :class:`lerobot_recorder.live_recorder.LiveRecorder`: it subscribes to the
+topics of the mapping contract (sensor-data QoS for images), hands every serialized message to the
+recorder's worker thread (no decoding, encoding or disk I/O on the executor's threads), and exposes
+lerobot-record's episode control the ROS way:
+
+* action ``recorder/record_episode`` (lerobot_msgs/RecordEpisode): one episode + its reset period,
+  feedback (frames, elapsed, per-stream rates), cancel = stop and save (or discard);
+* services ``recorder/start_episode`` (lerobot_msgs/StartEpisode), ``recorder/stop_episode``,
+  ``recorder/discard_episode``, ``recorder/finalize`` (std_srvs/Trigger);
+* topic ``recorder/status`` (lerobot_msgs/RecorderStatus, transient local), on change and at 1 Hz.
+
+Lifecycle: configure opens/validates the dataset and subscribes; activate allows recording (and
+starts a session of ``num_episodes`` when ``auto_record``); deactivate saves an episode in progress;
+cleanup/shutdown finalize the dataset.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import threading
+import time
+from dataclasses import dataclass
+
+import rclpy
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
+from rclpy.qos import (
+    DurabilityPolicy,
+    HistoryPolicy,
+    QoSProfile,
+    ReliabilityPolicy,
+    qos_profile_sensor_data,
+)
+from rclpy.serialization import deserialize_message
+from rclpy.task import Future
+from std_srvs.srv import Trigger
+
+from lerobot_msgs.action import RecordEpisode
+from lerobot_msgs.msg import RecorderStatus, StreamStatus
+from lerobot_msgs.srv import StartEpisode
+from lerobot_recorder.contract import Contract, ContractError
+from lerobot_recorder.episode_control import EpisodeConfig, EpisodeError, State
+from lerobot_recorder.live_recorder import MODES, LiveConfig, LiveRecorder, RecorderError
+
+QOS_STATUS = QoSProfile(
+    depth=1,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+    history=HistoryPolicy.KEEP_LAST,
+)
+# images: best effort keep-last (a late frame is worth less than the next one)
+QOS_IMAGES = qos_profile_sensor_data
+# joint states / commands: reliable, a short queue absorbs bursts without growing stale
+QOS_RELIABLE = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
+
+
+@dataclass(frozen=True)
+class RecorderNodeConfig:
+    contract: str
+    live: LiveConfig
+    auto_record: bool
+    exit_when_done: bool
+    status_rate_hz: float
+
+
+def resolve_contract_path(value: str) -> str:
+    """A contract file path, or the name of an installed one (share/lerobot_recorder/config/contracts/)."""
+    if os.path.exists(value) or "/" in value:
+        return value
+    names = [value] if value.endswith((".yaml", ".yml")) else [value + ".yaml", value]
+    for prefix in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
+        for name in names:
+            path = os.path.join(prefix, "share", "lerobot_recorder", "config", "contracts", name)
+            if prefix and os.path.isfile(path):
+                return path
+    return value
+
+
+def message_class(msgtype: str):
+    """'sensor_msgs/msg/Image' -> the rclpy message class (without rosidl_runtime_py)."""
+    pkg, kind, name = msgtype.split("/")
+    return getattr(importlib.import_module(f"{pkg}.{kind}"), name)
+
+
+class RecorderNode(LifecycleNode):
+    def __init__(self, **kwargs):
+        super().__init__("recorder", **kwargs)
+        self._declare_parameters()
+        self.recorder: LiveRecorder | None = None
+        self.cfg: RecorderNodeConfig | None = None
+        self._subs = []
+        self._active = False
+        self._error = ""
+        self._exit_code: int | None = None
+        self._exiting = False
+        self.finished = threading.Event()  # set when the node should exit (exit_when_done / fatal)
+        self._status_pub = self.create_publisher(RecorderStatus, "recorder/status", QOS_STATUS)
+        # One single-threaded executor runs everything (rclpy's multi-threaded executor costs too
+        # much per message at camera rates); requests that wait for the worker are coroutines.
+        self._cb_services = ReentrantCallbackGroup()
+        self._cb_subs = None
+        self._cb_timer = None
+        self.create_service(
+            StartEpisode, "recorder/start_episode", self._srv_start, callback_group=self._cb_services
+        )
+        self.create_service(
+            Trigger, "recorder/stop_episode", self._srv_stop, callback_group=self._cb_services
+        )
+        self.create_service(
+            Trigger, "recorder/discard_episode", self._srv_discard, callback_group=self._cb_services
+        )
+        self.create_service(
+            Trigger, "recorder/finalize", self._srv_finalize, callback_group=self._cb_services
+        )
+        self._action = ActionServer(
+            self,
+            RecordEpisode,
+            "recorder/record_episode",
+            execute_callback=self._execute_record,
+            goal_callback=self._goal,
+            cancel_callback=lambda _goal: CancelResponse.ACCEPT,
+            callback_group=self._cb_services,
+        )
+        self._last_status = 0.0
+        self._status_timer = self.create_timer(0.2, self._status_tick, callback_group=self._cb_timer)
+        self._publish_status()
+
+    # ------------------------------------------------------------------ parameters
+    def _declare_parameters(self) -> None:
+        def p(name, default, description, read_only=True, fr=None, ir=None):
+            d = ParameterDescriptor(description=description, read_only=read_only)
+            if fr is not None:
+                d.floating_point_range = [FloatingPointRange(from_value=fr[0], to_value=fr[1])]
+            if ir is not None:
+                d.integer_range = [IntegerRange(from_value=ir[0], to_value=ir[1], step=1)]
+            self.declare_parameter(name, default, d)
+
+        p("autostart", False, "configure and activate right after start")
+        p("contract", "", "mapping contract YAML, or the name of an installed one (so101_one_camera)")
+        p("dataset_root", "", "dataset folder: new/empty, or an existing dataset with resume:=true")
+        p("resume", False, "append to the existing dataset in dataset_root")
+        p("mode", "dataset", "dataset | raw (mcap bags only) | both")
+        p("raw_dir", "", "folder of per-episode raw mcap bags (default: <dataset_root>_raw)")
+        p("task", "", "task text of each episode (overrides the contract's fixed task when set)")
+        p("episode_time_s", 60.0, "episode length [s] (> 0)")
+        p("reset_time_s", 60.0, "reset period after each episode [s]; 0 = none")
+        p("num_episodes", 50, "episodes a session records (auto_record)", ir=(1, 1_000_000))
+        p("auto_record", False, "on activate, record num_episodes episodes like lerobot-record")
+        p("exit_when_done", False, "exit (code 0) once the session is recorded and the dataset finalized")
+        p("streams", [""], "record only these features / topics of the contract ([''] = all)")
+        p("vcodec", "libsvtav1", "video codec (libsvtav1, libx264, h264, ...)")
+        p("crf", 30, "video quality (lower = better, bigger)", ir=(0, 63))
+        p("preset", -1, "encoder preset (svt-av1 0-13; -1 = writer default)", ir=(-1, 13))
+        p("encoder_queue_size", 30, "frames each camera encoder may queue before backpressure", ir=(1, 10000))
+        p("latency_margin_s", 0.1, "ticks older than now - margin are settled [s]", fr=(0.0, 10.0))
+        p("rate_tolerance", 0.9, "a stream is below rate under tolerance x expected rate", fr=(0.01, 1.0))
+        p(
+            "max_ingest_mb",
+            512.0,
+            "queued message bytes before the oldest are dropped (reported)",
+            fr=(1.0, 1e6),
+        )
+        p("status_rate_hz", 1.0, "periodic recorder/status rate [Hz]", fr=(0.1, 50.0))
+
+    def _read_config(self) -> RecorderNodeConfig:
+        g = self.get_parameter
+        contract = resolve_contract_path(str(g("contract").value))
+        if not contract:
+            raise RecorderError("parameter 'contract' is empty: give the mapping contract YAML")
+        root = str(g("dataset_root").value)
+        mode = str(g("mode").value)
+        if mode not in MODES:
+            raise RecorderError(f"parameter 'mode' must be one of {MODES}, got {mode!r}")
+        if not root and not (mode == "raw" and g("raw_dir").value):
+            raise RecorderError("parameter 'dataset_root' is empty: give the dataset folder")
+        streams = tuple(s for s in g("streams").value if s)
+        episode = EpisodeConfig(
+            episode_time_s=float(g("episode_time_s").value),
+            reset_time_s=float(g("reset_time_s").value),
+            num_episodes=int(g("num_episodes").value),
+            task=str(g("task").value),
+        )
+        live = LiveConfig(
+            dataset_root=root or str(g("raw_dir").value),
+            mode=mode,
+            raw_dir=str(g("raw_dir").value),
+            resume=bool(g("resume").value),
+            vcodec=str(g("vcodec").value),
+            crf=int(g("crf").value),
+            preset=int(g("preset").value),
+            encoder_queue_size=int(g("encoder_queue_size").value),
+            episode=episode,
+            latency_margin_s=float(g("latency_margin_s").value),
+            rate_tolerance=float(g("rate_tolerance").value),
+            max_ingest_mb=float(g("max_ingest_mb").value),
+            streams=streams,
+        )
+        return RecorderNodeConfig(
+            contract=contract,
+            live=live,
+            auto_record=bool(g("auto_record").value),
+            exit_when_done=bool(g("exit_when_done").value),
+            status_rate_hz=float(g("status_rate_hz").value),
+        )
+
+    # ------------------------------------------------------------------ lifecycle
+    def on_configure(self, state) -> TransitionCallbackReturn:
+        try:
+            cfg = self._read_config()
+            contract = Contract.load(cfg.contract)
+            if not cfg.live.episode.task and not contract.task_text and not contract.task_topic:
+                raise RecorderError("no task: set the 'task' parameter or a task in the contract")
+            recorder = LiveRecorder(
+                cfg.live,
+                contract,
+                decode=self._decode,
+                clock=lambda: self.get_clock().now().nanoseconds,
+                logger=_RosLogger(self.get_logger()),
+                on_change=self._publish_status,
+            )
+        except (RecorderError, ContractError, EpisodeError, ValueError, OSError) as exc:
+            return self._fail_transition("configure", str(exc))
+        self.cfg = cfg
+        self.recorder = recorder
+        self._types = {t: message_class(s.msgtype) for t, s in recorder.contract.streams.items()}
+        for topic, st in recorder.contract.streams.items():
+            qos = QOS_IMAGES if st.qos == "sensor" else QOS_RELIABLE
+            self._subs.append(
+                self.create_subscription(
+                    self._types[topic],
+                    topic,
+                    lambda data, t=topic: self._on_message(t, data),
+                    qos,
+                    raw=True,
+                    callback_group=self._cb_subs,
+                )
+            )
+        recorder.start()
+        self._error = ""
+        where = cfg.live.raw_root if cfg.live.mode == "raw" else recorder.root
+        self.get_logger().info(
+            f"configured: {recorder.kind} {where} (mode {cfg.live.mode}), contract {cfg.contract}, "
+            f"topics {sorted(recorder.contract.streams)}"
+        )
+        self._publish_status()
+        return TransitionCallbackReturn.SUCCESS
+
+    def _fail_transition(self, what: str, reason: str) -> TransitionCallbackReturn:
+        self._error = f"{what} failed: {reason}"
+        self.get_logger().error(self._error)
+        self._publish_status()
+        return TransitionCallbackReturn.FAILURE
+
+    def on_activate(self, state) -> TransitionCallbackReturn:
+        self._active = True
+        if self.cfg.auto_record:
+            threading.Thread(target=self._auto_session, daemon=True).start()
+        self._publish_status()
+        return super().on_activate(state)
+
+    def _auto_session(self) -> None:
+        """lerobot-record's loop: wait for every stream, then record num_episodes episodes."""
+        t_log = 0.0
+        while self._active and self.recorder is not None:
+            fut = self.recorder.request("start", session=True)
+            try:
+                fut.result(timeout=30)
+                return
+            except Exception as exc:
+                if "no message received yet" not in str(exc):
+                    self._error = f"auto_record: {exc}"
+                    self.get_logger().error(self._error)
+                    self._publish_status()
+                    if self.cfg.exit_when_done:
+                        self._exit_code = 1
+                        self.finished.set()
+                    return
+                if time.monotonic() - t_log > 5.0:
+                    t_log = time.monotonic()
+                    self.get_logger().info(f"auto_record waiting: {exc}")
+            time.sleep(0.2)
+
+    def on_deactivate(self, state) -> TransitionCallbackReturn:
+        self._active = False
+        if self.recorder is not None:
+            snap = self.recorder.snapshot()
+            if snap.state in (State.RECORDING, State.RESETTING):
+                try:
+                    self.recorder.request("stop").result(timeout=120)
+                except Exception as exc:
+                    self.get_logger().warning(f"deactivate: {exc}")
+        self._publish_status()
+        return super().on_deactivate(state)
+
+    def _teardown(self) -> None:
+        self._active = False
+        if self.recorder is not None:
+            self.recorder.close(save_pending=True)
+        for sub in self._subs:
+            self.destroy_subscription(sub)
+        self._subs = []
+        self.recorder = None
+
+    def on_cleanup(self, state) -> TransitionCallbackReturn:
+        self._teardown()
+        self._publish_status()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state) -> TransitionCallbackReturn:
+        self._teardown()
+        return TransitionCallbackReturn.SUCCESS
+
+    # ------------------------------------------------------------------ data path
+    def _on_message(self, topic: str, data: bytes) -> None:
+        rec = self.recorder
+        if rec is not None:
+            rec.ingest(topic, data, self.get_clock().now().nanoseconds)
+
+    def _decode(self, topic: str, data: bytes):
+        return deserialize_message(data, self._types[topic])
+
+    # ------------------------------------------------------------------ requests
+    def _ready(self) -> str | None:
+        if self.recorder is None:
+            return f"the recorder is not configured{': ' + self._error if self._error else ''}"
+        if not self._active:
+            return "the recorder is not active (activate it, or start it with autostart:=true)"
+        return None
+
+    def _wait(self, cfut):
+        """An rclpy Future that completes (waking the executor) when the worker's future does."""
+        rfut = Future(executor=self.executor)
+        rfut.add_done_callback(lambda _f: None)  # a done callback makes set_result wake the executor
+
+        def relay(cf):
+            exc = cf.exception()
+            if exc is not None:
+                rfut.set_exception(exc)
+            else:
+                rfut.set_result(cf.result())
+
+        cfut.add_done_callback(relay)
+        return rfut
+
+    async def _sleep(self, seconds: float) -> None:
+        rfut = Future(executor=self.executor)
+        rfut.add_done_callback(lambda _f: None)
+        timer = threading.Timer(seconds, lambda: rfut.set_result(None))
+        timer.daemon = True
+        timer.start()
+        await rfut
+
+    async def _srv_start(self, req, resp):
+        problem = self._ready()
+        if problem:
+            resp.success, resp.message, resp.episode_index = False, problem, -1
+            return resp
+        try:
+            out = await self._wait(
+                self.recorder.request(
+                    "start", task=req.task, episode_time_s=req.episode_time_s, reset_time_s=-1.0
+                )
+            )
+            resp.success, resp.episode_index = True, int(out["episode_index"])
+            resp.message = f"recording episode {out['episode_index']}"
+        except Exception as exc:  # the message goes back to the caller
+            resp.success, resp.message = False, str(exc)
+            resp.episode_index = -1
+        return resp
+
+    async def _trigger(self, command: str, resp):
+        problem = self._ready() if command != "finalize" or self.recorder is None else None
+        if problem:
+            resp.success, resp.message = False, problem
+            return resp
+        try:
+            out = await self._wait(self.recorder.request(command))
+            resp.success = True
+            resp.message = str(out.get("message", "") or f"{command} done")
+        except Exception as exc:
+            resp.success, resp.message = False, str(exc)
+        return resp
+
+    async def _srv_stop(self, req, resp):
+        return await self._trigger("stop", resp)
+
+    async def _srv_discard(self, req, resp):
+        return await self._trigger("discard", resp)
+
+    async def _srv_finalize(self, req, resp):
+        return await self._trigger("finalize", resp)
+
+    # ------------------------------------------------------------------ action
+    def _goal(self, goal) -> GoalResponse:
+        if self._ready() is not None:
+            self.get_logger().warning(f"record_episode rejected: {self._ready()}")
+            return GoalResponse.REJECT
+        return GoalResponse.ACCEPT
+
+    async def _execute_record(self, goal_handle):
+        g = goal_handle.request
+        result = RecordEpisode.Result()
+        rec = self.recorder
+        try:
+            if rec is None:
+                raise RecorderError(self._ready() or "not configured")
+            out = await self._wait(
+                rec.request(
+                    "start", task=g.task, episode_time_s=g.episode_time_s, reset_time_s=g.reset_time_s
+                )
+            )
+        except Exception as exc:
+            result.result_code = RecordEpisode.Result.RESULT_ERROR
+            result.message = str(exc)
+            goal_handle.abort()
+            return result
+        seq = int(out["seq"])
+        outcome_fut = rec.outcome_future(seq)
+        cancel_sent = False
+        period = 0.2
+        while True:
+            snap = rec.snapshot()
+            if goal_handle.is_cancel_requested and not cancel_sent:
+                cancel_sent = True
+                cmd = "discard" if g.discard_on_cancel and snap.state == State.RECORDING else "stop"
+                try:
+                    await self._wait(rec.request(cmd))
+                except Exception:  # the episode may have ended by itself meanwhile
+                    pass
+                if outcome_fut.done() and rec.snapshot().state == State.RESETTING:
+                    try:
+                        await self._wait(rec.request("stop"))  # also end the reset period
+                    except Exception:
+                        pass
+            fb = RecordEpisode.Feedback()
+            fb.state = int(snap.state)
+            fb.frames = int(snap.frames)
+            fb.elapsed_s = float(snap.elapsed_s)
+            fb.dropped_ticks = int(snap.dropped_ticks)
+            fb.encoder_backlog = int(snap.encoder_backlog)
+            fb.streams = [_stream_msg(h) for h in snap.streams]
+            goal_handle.publish_feedback(fb)
+            # the episode is over; the goal ends with its reset period (unless a new one started)
+            if outcome_fut.done() and (
+                snap.state != State.RESETTING or snap.episode_seq != seq or cancel_sent
+            ):
+                break
+            if not rclpy.ok(context=self.context):
+                break
+            await self._sleep(period)
+        if not outcome_fut.done():
+            result.result_code = RecordEpisode.Result.RESULT_ERROR
+            result.message = "shut down before the episode ended"
+            goal_handle.abort()
+            return result
+        oc = outcome_fut.result()
+        result.result_code = oc.result_code
+        result.message = oc.message
+        result.episode_index = int(oc.episode_index)
+        result.frames = int(oc.frames)
+        result.dropped_ticks = int(oc.dropped_ticks)
+        result.duration_s = float(oc.duration_s)
+        result.streams = [_stream_msg(h) for h in oc.streams]
+        if goal_handle.is_cancel_requested:
+            goal_handle.canceled()
+        elif oc.result_code == RecordEpisode.Result.RESULT_ERROR:
+            goal_handle.abort()
+        else:
+            goal_handle.succeed()
+        return result
+
+    # ------------------------------------------------------------------ status
+    def _status_tick(self) -> None:
+        rec = self.recorder
+        if rec is not None and rec.done.is_set() and self.cfg.exit_when_done and not self._exiting:
+            self._exiting = True
+            fut = rec.request("finalize")
+
+            def finished(cf):
+                if cf.exception() is not None:
+                    self.get_logger().error(f"finalize: {cf.exception()}")
+                    self._exit_code = 1
+                else:
+                    self.get_logger().info("session done and dataset finalized; exiting (exit_when_done)")
+                    self._exit_code = 0
+                self._publish_status()
+                self.finished.set()
+
+            fut.add_done_callback(finished)
+        period = 1.0 / (self.cfg.status_rate_hz if self.cfg else 1.0)
+        if time.monotonic() - self._last_status >= period:
+            self._publish_status()
+
+    def _publish_status(self) -> None:
+        self._last_status = time.monotonic()
+        msg = RecorderStatus()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        rec = self.recorder
+        if rec is None:
+            msg.state = RecorderStatus.STATE_ERROR if self._error else RecorderStatus.STATE_UNCONFIGURED
+            msg.message = self._error or "not configured"
+        else:
+            snap = rec.snapshot()
+            msg.state = int(snap.state)
+            msg.message = snap.message if self._active or snap.state == State.FINALIZED else "inactive"
+            if self._error:
+                msg.message = self._error
+            if snap.ingest_dropped:
+                msg.message += f" [backpressure: {snap.ingest_dropped} message(s) dropped]"
+            elif snap.ingest_backlog > 100:
+                msg.message += f" [backpressure: {snap.ingest_backlog} message(s) waiting]"
+            msg.dataset_root = snap.dataset_root
+            msg.task = snap.task
+            msg.episode_index = int(snap.episode_index)
+            msg.episodes_recorded = int(snap.episodes_recorded)
+            msg.total_episodes = int(snap.total_episodes)
+            msg.frames = int(snap.frames)
+            msg.elapsed_s = float(snap.elapsed_s)
+            msg.episode_time_s = float(snap.episode_time_s)
+            msg.dropped_ticks = int(snap.dropped_ticks)
+            msg.encoder_backlog = int(snap.encoder_backlog)
+            msg.streams = [_stream_msg(h) for h in snap.streams]
+        try:
+            self._status_pub.publish(msg)
+        except Exception:
+            pass
+
+    @property
+    def exit_code(self) -> int | None:
+        return self._exit_code
+
+
+def _stream_msg(h) -> StreamStatus:
+    m = StreamStatus()
+    m.name = h.name
+    m.topic = h.topic
+    m.expected_rate_hz = float(h.expected_rate_hz)
+    m.measured_rate_hz = float(h.measured_rate_hz)
+    m.received = int(h.received)
+    m.dropped_ticks = int(h.dropped_ticks)
+    m.age_s = float(h.age_s)
+    m.stale = bool(h.stale)
+    m.rate_ok = bool(h.rate_ok)
+    return m
+
+
+class _RosLogger:
+    """logging-like facade over the node's rcutils logger (used from the worker thread)."""
+
+    def __init__(self, logger):
+        self._l = logger
+
+    def info(self, msg):
+        self._l.info(str(msg))
+
+    def warning(self, msg):
+        self._l.warning(str(msg))
+
+    def error(self, msg):
+        self._l.error(str(msg))
+
+
+def _spin(executor) -> None:
+    try:
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+
+
+def main(args=None) -> int:
+    rclpy.init(args=args)
+    node = RecorderNode()
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    code = 0
+    spinner = None
+    try:
+        if node.get_parameter("autostart").value:
+            node.trigger_configure()
+            if node.recorder is None:
+                node.get_logger().error("autostart: configure failed; exiting")
+                return 1
+            node.trigger_activate()
+        spinner = threading.Thread(target=_spin, args=(executor,), name="executor")
+        spinner.start()
+        while rclpy.ok() and spinner.is_alive() and not node.finished.wait(0.1):
+            pass
+        code = node.exit_code or 0
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        # the safe state: an episode in progress is saved, the dataset finalized
+        try:
+            node._teardown()
+        except Exception as exc:
+            node.get_logger().error(f"shutdown: {exc}")
+            code = code or 1
+        executor.shutdown(timeout_sec=2.0)
+        if spinner is not None:
+            spinner.join(timeout=5.0)
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

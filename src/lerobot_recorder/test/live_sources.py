@@ -1,0 +1,147 @@
+"""A separate-process source for recorder tests and the live benchmark: cameras + joint states.
+
+    python live_sources.py --cameras front,wrist --width 640 --height 480 --fps 30 \
+        --joint-topics /joint_states,/leader/joint_states --joint-rate 100 [--duration 10]
+
+Each camera publishes rgb8 sensor_msgs/Image on /cameras/<name>/image_raw (best effort, like a
+camera driver) with header.stamp = capture time; the image carries its sequence number in the top
+left 8x8 block (value = seq % 256) on a moving gradient. Joint states are SO-101 sinusoids.
+Runs until SIGINT/SIGTERM, or for --duration seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import signal
+import sys
+import threading
+import time
+
+import numpy as np
+import rclpy
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from sensor_msgs.msg import Image, JointState
+
+from lerobot_recorder.image_conversion import fill_image_msg
+
+# Set by --image-qos: "sensor" (best effort, like most camera drivers) or "reliable".
+IMAGE_QOS = qos_profile_sensor_data
+JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
+
+
+class Sources(Node):
+    def __init__(self, args):
+        super().__init__("live_sources")
+        self.args = args
+        self.cams = [c for c in args.cameras.split(",") if c]
+        self.img_pubs = {
+            c: self.create_publisher(Image, f"/cameras/{c}/image_raw", IMAGE_QOS) for c in self.cams
+        }
+        self.joint_pubs = [
+            self.create_publisher(JointState, t, QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE))
+            for t in args.joint_topics.split(",")
+            if t
+        ]
+        h, w = args.height, args.width
+        yy, xx = np.mgrid[0:h, 0:w]
+        self.base = np.stack([(xx * 255 // max(w - 1, 1)), (yy * 255 // max(h - 1, 1)), (xx + yy) % 256], -1)
+        self.base = self.base.astype(np.uint8)
+        self.seq = 0
+        self.jseq = 0
+        self.t0 = time.monotonic()
+
+    def publish_images(self) -> None:
+        stamp = self.get_clock().now().to_msg()
+        for i, (cam, pub) in enumerate(self.img_pubs.items()):
+            img = np.roll(self.base, (self.seq * 3 + i * 17) % self.base.shape[1], axis=1)
+            img[:8, :8] = self.seq % 256
+            msg = Image()
+            msg.header.stamp = stamp
+            msg.header.frame_id = f"{cam}_optical"
+            fill_image_msg(msg, img, "rgb8")
+            pub.publish(msg)
+        self.seq += 1
+
+    def publish_joints(self) -> None:
+        stamp = self.get_clock().now().to_msg()
+        t = time.monotonic() - self.t0
+        for k, pub in enumerate(self.joint_pubs):
+            msg = JointState()
+            msg.header.stamp = stamp
+            msg.name = list(JOINTS)
+            msg.position = [0.5 * math.sin(2 * math.pi * t / 4.0 + i + k * 0.1) for i in range(len(JOINTS))]
+            msg.velocity = [0.0] * len(JOINTS)
+            pub.publish(msg)
+        self.jseq += 1
+
+
+def run_periodic(period: float, fn, stop: threading.Event) -> None:
+    """Absolute-time schedule (no drift); a late tick is published at once, not skipped."""
+    t_next = time.monotonic()
+    while not stop.is_set():
+        fn()
+        t_next += period
+        delay = t_next - time.monotonic()
+        if delay > 0:
+            stop.wait(delay)
+        elif delay < -1.0:
+            t_next = time.monotonic()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cameras", default="front")
+    ap.add_argument("--width", type=int, default=160)
+    ap.add_argument("--height", type=int, default=120)
+    ap.add_argument("--fps", type=float, default=30.0)
+    ap.add_argument("--joint-topics", default="/joint_states,/leader/joint_states")
+    ap.add_argument("--joint-rate", type=float, default=100.0)
+    ap.add_argument("--duration", type=float, default=0.0)
+    ap.add_argument("--image-qos", choices=("sensor", "reliable"), default="sensor")
+    args, ros_args = ap.parse_known_args(argv)
+    global IMAGE_QOS
+    if args.image_qos == "reliable":
+        IMAGE_QOS = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
+    rclpy.init(args=ros_args or None)
+    node = Sources(args)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    threads = []
+    if node.cams:
+        threads.append(
+            threading.Thread(target=run_periodic, args=(1.0 / args.fps, node.publish_images, stop))
+        )
+    if node.joint_pubs:
+        threads.append(
+            threading.Thread(target=run_periodic, args=(1.0 / args.joint_rate, node.publish_joints, stop))
+        )
+    for t in threads:
+        t.daemon = True
+        t.start()
+    print(
+        f"live_sources: cameras {node.cams} {args.width}x{args.height}@{args.fps:g}, joints {args.joint_topics}",
+        flush=True,
+    )
+    try:
+        t_end = time.monotonic() + args.duration if args.duration > 0 else None
+        while rclpy.ok() and not stop.is_set():
+            if t_end is not None and time.monotonic() >= t_end:
+                break
+            time.sleep(0.05)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=2)
+        print(f"live_sources: published {node.seq} image sets, {node.jseq} joint sets", flush=True)
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

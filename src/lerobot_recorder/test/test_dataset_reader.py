@@ -1,0 +1,88 @@
+"""DatasetReader on a dataset written by the real LeRobot 0.4.4, and LeRobot loading ours."""
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lerobot_recorder.dataset import DatasetError, DatasetReader
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+LEROBOT_FIXTURE = FIXTURES / "lerobot_v30_small"
+REF_VENV = Path(os.environ.get("LEROBOT_REF_VENV", "/work/lerobot-ref-venv"))
+
+
+def _fixture_module():
+    spec = importlib.util.spec_from_file_location(
+        "make_lerobot_fixture", FIXTURES / "make_lerobot_fixture.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_reads_dataset_written_by_lerobot():
+    fx = _fixture_module()
+    r = DatasetReader(LEROBOT_FIXTURE)
+    assert r.info["codebase_version"] == "v3.0"
+    assert (r.num_episodes, r.num_frames, r.fps) == (len(fx.EPISODE_LENGTHS), sum(fx.EPISODE_LENGTHS), fx.FPS)
+    assert r.tasks == ["pick the cube", "place the cube"]
+    assert r.camera_keys == ["observation.images.front"]
+    index = 0
+    for ep, (n, task) in enumerate(zip(fx.EPISODE_LENGTHS, fx.TASKS, strict=True)):
+        cols = r.episode(ep)
+        want = np.stack([fx.expected_state(ep, i) for i in range(n)])
+        np.testing.assert_array_equal(cols["observation.state"], want)
+        np.testing.assert_array_equal(cols["action"], -want)
+        np.testing.assert_array_equal(cols["index"], np.arange(index, index + n))
+        assert list(cols["task"]) == [task] * n
+        frames = r.video_frames("observation.images.front", ep)
+        assert frames.shape == (n, fx.HEIGHT, fx.WIDTH, 3)
+        want_img = np.stack([fx.expected_frame(ep, i) for i in range(n)]).astype(np.float64)
+        assert np.abs(frames.astype(np.float64) - want_img).mean() < 4
+        index += n
+    item = r[6]
+    assert (item["episode_index"], item["frame_index"], item["task"]) == (1, 1, "place the cube")
+    np.testing.assert_array_equal(item["observation.state"], fx.expected_state(1, 1))
+    assert item["timestamp"] == pytest.approx(0.1)
+    img = item["observation.images.front"]
+    assert img.dtype == np.uint8 and np.abs(img.astype(int) - fx.expected_frame(1, 1)).mean() < 4
+    assert r.stats["observation.images.front"]["mean"].shape == (3, 1, 1)
+    es = r.episode_stats(0)
+    np.testing.assert_allclose(es["observation.state"]["max"], fx.expected_state(0, 4), rtol=1e-6)
+    with pytest.raises(IndexError):
+        r[r.num_frames]
+    with pytest.raises(DatasetError, match="out of range"):
+        r.episode(3)
+
+
+def test_fixture_is_small():
+    total = sum(p.stat().st_size for p in LEROBOT_FIXTURE.rglob("*") if p.is_file())
+    assert total < 300_000
+
+
+def test_rejects_non_v3_dataset(tmp_path):
+    (tmp_path / "meta").mkdir()
+    (tmp_path / "meta/info.json").write_text('{"codebase_version": "v2.1", "fps": 30, "features": {}}')
+    with pytest.raises(DatasetError, match="only LeRobotDataset v3"):
+        DatasetReader(tmp_path)
+    with pytest.raises(DatasetError, match="not a LeRobot dataset"):
+        DatasetReader(tmp_path / "nothing")
+
+
+@pytest.mark.skipif(
+    not (REF_VENV / ".ready").exists(),
+    reason=f"the LeRobot reference venv ({REF_VENV}) is not installed on this machine",
+)
+def test_real_lerobot_loads_our_dataset():
+    res = subprocess.run(
+        [str(REF_VENV / "bin/python"), str(FIXTURES / "check_with_lerobot.py"), "--python", sys.executable],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert res.returncode == 0 and "RESULT: PASS" in res.stdout, res.stdout[-4000:] + res.stderr[-4000:]

@@ -1,0 +1,236 @@
+"""ROS-free parts of the live recorder: rate audit, raw bags, dataset-root checks, and the worker
+fed with real CDR messages (serialized with rosbags), writing a real dataset."""
+
+import time
+
+import numpy as np
+import pytest
+from rosbags.rosbag2 import Reader
+from rosbags.typesys import Stores, get_typestore
+
+from lerobot_recorder.contract import Contract
+from lerobot_recorder.dataset import DatasetReader, DatasetWriter
+from lerobot_recorder.episode_control import EpisodeConfig, State
+from lerobot_recorder.live_recorder import (
+    RESULT_DISCARDED,
+    RESULT_SAVED,
+    LiveConfig,
+    LiveRecorder,
+    RecorderError,
+    check_dataset_root,
+    select_streams,
+)
+from lerobot_recorder.rate_audit import AuditSpec, RateAudit
+from lerobot_recorder.raw_bag import RawBagError, RawRecording
+
+TS = get_typestore(Stores.ROS2_KILTED)
+HEADER = TS.types["std_msgs/msg/Header"]
+TIME = TS.types["builtin_interfaces/msg/Time"]
+JOINT_STATE = TS.types["sensor_msgs/msg/JointState"]
+IMAGE = TS.types["sensor_msgs/msg/Image"]
+JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
+CONTRACT = {
+    "fps": 10,
+    "robot_type": "so101_follower",
+    "task": "unit task",
+    "defaults": {"max_staleness": 0.25},
+    "features": {
+        "observation.state": {"topic": "/joint_states", "joints": JOINTS, "policy": "interpolate"},
+        "observation.images.front": {
+            "topic": "/cameras/front/image_raw",
+            "policy": "nearest",
+            "tolerance": 0.02,
+        },
+    },
+}
+
+
+# ------------------------------------------------------------------ rate audit
+def test_rate_audit_warns_when_below_rate_and_when_stale_then_recovers():
+    a = RateAudit([AuditSpec("cam", "/cam", expected_rate_hz=30.0, stale_after_s=0.2)], window_s=1.0)
+    a.reset(0.0)
+    t = 0.0
+    for _ in range(40):  # 30 Hz for 1.33 s
+        a.note("cam", t)
+        t += 1 / 30
+    health, changed = a.audit(t)
+    assert changed == [] and health[0].rate_ok and not health[0].stale
+    for _ in range(15):  # 15 Hz for 1 s
+        a.note("cam", t)
+        t += 1 / 15
+    health, changed = a.audit(t)
+    assert [h.name for h in changed] == ["cam"] and not changed[0].rate_ok
+    assert "below the expected 30 Hz" in changed[0].describe()
+    health, changed = a.audit(t + 0.5)  # silence: low rate -> stale is a new warning
+    assert health[0].stale and [h.condition for h in changed] == ["stale"]
+    assert "stale: last message 0.5" in changed[0].describe()
+    health, changed = a.audit(t + 0.6)  # still stale: no repeat
+    assert changed == []
+    for _ in range(40):
+        a.note("cam", t + 0.5)
+        t += 1 / 30
+    health, changed = a.audit(t + 0.5)
+    assert [h.healthy for h in changed] == [True]
+
+
+def test_rate_audit_counts_per_episode_and_reports_never_received():
+    a = RateAudit([AuditSpec("j", "/j", 100.0, 0.1)])
+    a.reset(0.0)
+    health, changed = a.audit(0.05)
+    assert changed[0].age_s == -1.0 and "no message" in changed[0].describe()
+    a.note("j", 0.06)
+    a.reset(1.0)
+    assert a.health("j", 1.0).received == 0
+
+
+# ------------------------------------------------------------------ raw bags
+def _joint_cdr(t_ns, value):
+    msg = JOINT_STATE(
+        header=HEADER(stamp=TIME(sec=t_ns // 10**9, nanosec=t_ns % 10**9), frame_id=""),
+        name=list(JOINTS),
+        position=np.full(6, value, dtype=np.float64),
+        velocity=np.zeros(0),
+        effort=np.zeros(0),
+    )
+    return bytes(TS.serialize_cdr(msg, "sensor_msgs/msg/JointState"))
+
+
+def _image_cdr(t_ns, seq, h=48, w=64):
+    arr = np.full((h, w, 3), seq % 256, dtype=np.uint8)
+    msg = IMAGE(
+        header=HEADER(stamp=TIME(sec=t_ns // 10**9, nanosec=t_ns % 10**9), frame_id="cam"),
+        height=h,
+        width=w,
+        encoding="rgb8",
+        is_bigendian=0,
+        step=w * 3,
+        data=arr.reshape(-1),
+    )
+    return bytes(TS.serialize_cdr(msg, "sensor_msgs/msg/Image"))
+
+
+def test_raw_recording_commits_and_discards_episode_bags(tmp_path):
+    rec = RawRecording(tmp_path / "raw")
+    assert rec.next_index() == 0
+    w = rec.begin(0, {"/joint_states": "sensor_msgs/msg/JointState"})
+    for i in range(5):
+        w.put("/joint_states", 1_000 + i, _joint_cdr(10**9 + i * 10**7, float(i)))
+    path = rec.commit(w, 0)
+    assert path.name == "episode_000000" and rec.next_index() == 1
+    with Reader(path) as r:
+        got = [(c.topic, t, raw) for c, t, raw in r.messages()]
+    assert [t for _, t, _ in got] == [1000, 1001, 1002, 1003, 1004]
+    assert bytes(got[2][2]) == _joint_cdr(10**9 + 2 * 10**7, 2.0)  # byte for byte
+    w2 = rec.begin(1, {"/joint_states": "sensor_msgs/msg/JointState"})
+    w2.put("/joint_states", 5, _joint_cdr(10**9, 0.0))
+    rec.discard(w2)
+    assert rec.next_index() == 1 and rec.partials() == []
+
+
+def test_raw_recording_refuses_foreign_folders_and_unknown_types(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(RawBagError, match="holds other files"):
+        RawRecording(tmp_path)
+    with pytest.raises(RawBagError, match="unknown to the rosbags typestore"):
+        RawRecording(tmp_path / "new").begin(0, {"/x": "my_pkg/msg/Nope"})
+
+
+# ------------------------------------------------------------------ dataset root and streams
+def test_check_dataset_root(tmp_path):
+    assert check_dataset_root(tmp_path / "new", False, "dataset") == "create"
+    (tmp_path / "empty").mkdir()
+    assert check_dataset_root(tmp_path / "empty", False, "dataset") == "create"
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "photo.jpg").write_bytes(b"x")
+    with pytest.raises(RecorderError, match="not a LeRobot dataset"):
+        check_dataset_root(tmp_path / "other", True, "dataset")
+    w = DatasetWriter.create(tmp_path / "ds", 10, {"observation.state": {"dtype": "float32", "shape": (6,)}})
+    w.finalize()
+    with pytest.raises(RecorderError, match="resume:=true"):
+        check_dataset_root(tmp_path / "ds", False, "dataset")
+    assert check_dataset_root(tmp_path / "ds", True, "dataset") == "resume"
+
+
+def test_select_streams_rejects_unknown_names():
+    c = Contract.from_dict(CONTRACT)
+    with pytest.raises(RecorderError, match=r"unknown stream\(s\) \['observation.images.wrist'\]"):
+        select_streams(c, ("observation.images.wrist",))
+    only = select_streams(c, ("observation.state",))
+    assert list(only.images) == [] and list(only.streams) == ["/joint_states"]
+
+
+# ------------------------------------------------------------------ the worker, end to end
+class FakeClock:
+    """The node clock of the stream: advanced by the test as it 'publishes'."""
+
+    def __init__(self, t_ns):
+        self.t = t_ns
+
+    def __call__(self):
+        return self.t
+
+
+def _feed(rec, clock, t0_ns, seconds, seq0=0):
+    """Publish 100 Hz joints + 10 fps camera on the stream clock (as fast as the worker takes them)."""
+    n_j = int(seconds * 100)
+    seq = seq0
+    for k in range(n_j):
+        t = t0_ns + k * 10_000_000
+        clock.t = t
+        rec.ingest("/joint_states", _joint_cdr(t, k * 0.001), t)
+        if k % 10 == 0:
+            rec.ingest("/cameras/front/image_raw", _image_cdr(t, seq), t)
+            seq += 1
+        if k % 20 == 0:
+            time.sleep(0.002)
+    return t0_ns + n_j * 10_000_000, seq
+
+
+def _decode(topic, data):
+    mtype = "sensor_msgs/msg/Image" if "image" in topic else "sensor_msgs/msg/JointState"
+    return TS.deserialize_cdr(data, mtype)
+
+
+def test_worker_records_saves_discards_and_writes_raw_bags(tmp_path):
+    contract = Contract.from_dict(CONTRACT)
+    cfg = LiveConfig(
+        dataset_root=str(tmp_path / "ds"),
+        mode="both",
+        vcodec="libx264",
+        episode=EpisodeConfig(episode_time_s=1000.0, reset_time_s=0.0, num_episodes=5, task=""),
+    )
+    clock = FakeClock(5 * 10**9)
+    rec = LiveRecorder(cfg, contract, decode=_decode, clock=clock)
+    rec.start()
+    try:
+        t, seq = _feed(rec, clock, clock.t, 0.3)
+        out = rec.request("start").result(10)
+        assert out["episode_index"] == 0
+        t, seq = _feed(rec, clock, t, 2.0, seq)
+        time.sleep(0.3)
+        fut = rec.outcome_future(out["seq"])
+        rec.request("stop").result(30)
+        oc = fut.result(5)
+        assert oc.result_code == RESULT_SAVED, oc.message
+        # 2 s of data at 10 fps: 20 ticks, give or take the first/last one
+        assert abs(oc.frames - 20) <= 1 and oc.dropped_ticks == 0
+        assert oc.raw_bag.endswith("episode_000000")
+        # a second episode, discarded (re-record): nothing reaches the dataset
+        out2 = rec.request("start").result(10)
+        assert out2["episode_index"] == 1
+        t, seq = _feed(rec, clock, t, 0.5, seq)
+        fut2 = rec.outcome_future(out2["seq"])
+        rec.request("discard").result(10)
+        assert fut2.result(5).result_code == RESULT_DISCARDED
+        assert rec.snapshot().state == State.IDLE
+        rec.request("finalize").result(30)
+        assert rec.snapshot().state == State.FINALIZED
+    finally:
+        rec.close()
+    r = DatasetReader(tmp_path / "ds")
+    assert r.num_episodes == 1 and r.num_frames == oc.frames
+    ep = r.episode(0)
+    state = np.asarray(ep["observation.state"])
+    assert state.shape == (oc.frames, 6) and np.all(np.diff(state[:, 0]) > 0)  # interpolated ramp
+    assert r.tasks == ["unit task"]
+    assert [p.name for p in RawRecording(tmp_path / "ds_raw").episodes()] == ["episode_000000"]

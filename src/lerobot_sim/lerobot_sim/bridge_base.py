@@ -1,0 +1,461 @@
+"""Shared ROS adapter of the sim node and the gym bridge: a lifecycle node around a :class:`SimSession`.
+
+Publishes the observation on the real robot's topics, steps on commands (lockstep) or on a timer
+(realtime), serves ``sim/reset`` and publishes ``sim/episode_info``. Subclasses say how commands become
+actions (:meth:`SimBridgeNode._setup_commands`) and may add topics (:meth:`_publish_extra`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import traceback
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import rclpy
+from builtin_interfaces.msg import Time
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.clock import Clock, ClockType
+from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock as ClockMsg
+from sensor_msgs.msg import CameraInfo, Image, JointState
+from std_msgs.msg import Float64MultiArray
+
+from lerobot_msgs.msg import EpisodeInfo
+from lerobot_msgs.srv import ResetSim
+from lerobot_recorder.image_conversion import fill_image_msg
+from lerobot_sim.session import SimSession, StepResult, camera_images, make_env
+
+MODES = ("lockstep", "realtime")
+# Reliable on purpose: in lockstep every observation is awaited by the evaluator; a reliable publisher
+# still serves best-effort subscribers.
+QOS_STATE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+QOS_IMAGE = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
+QOS_COMMAND = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+QOS_LATCHED = QoSProfile(
+    depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+)
+
+
+@dataclass(frozen=True)
+class BridgeConfig:
+    env_id: str
+    env_kwargs: dict[str, Any]
+    mode: str
+    fps: float  # 0 = the env's own rate
+    seed: int  # -1 = unseeded; episode i is reset with seed + i
+    auto_reset: bool
+    reset_delay_s: float
+    command_timeout_s: float
+    publish_clock: bool
+    frame_id: str
+    state_names: tuple[str, ...]
+    single_camera_name: str
+    robot_description_file: str
+    idle_republish_s: float
+
+
+def _stamp(ns: int) -> Time:
+    return Time(sec=int(ns // 1_000_000_000), nanosec=int(ns % 1_000_000_000))
+
+
+class SimBridgeNode(LifecycleNode):
+    """Base class; see module docstring."""
+
+    default_env_id = ""
+    default_state_names: tuple[str, ...] = ()
+
+    def __init__(self, node_name: str, **kwargs):
+        super().__init__(node_name, **kwargs)
+        self._declare_common()
+        self._declare_extra()
+        self.cfg: BridgeConfig | None = None
+        self.session: SimSession | None = None
+        self._active = False
+        self._pubs: dict[str, Any] = {}
+        self._cam_pubs: dict[str, tuple[Any, Any]] = {}
+        self._subs: list[Any] = []
+        self._srv = None
+        self._timer = None
+        self._diag_timer = None
+        self._last_command_time = 0.0
+        self._done_since: float | None = None
+        self._target: np.ndarray | None = None
+        self._steps_done = 0
+        self._t_start = time.monotonic()
+        self._camera_infos: dict[str, CameraInfo] = {}
+        self._last_result: StepResult | None = None
+        self._last_publish = 0.0
+        self._steady = Clock(clock_type=ClockType.STEADY_TIME)
+
+    # ------------------------------------------------------------------ parameters
+    def _declare(self, name: str, default, description: str, read_only: bool = True):
+        self.declare_parameter(
+            name, default, ParameterDescriptor(description=description, read_only=read_only)
+        )
+
+    def _declare_common(self) -> None:
+        self._declare(
+            "env_id", self.default_env_id, "gymnasium id of the environment, e.g. gym_pusht/PushT-v0"
+        )
+        self._declare("env_kwargs", "{}", "JSON object of keyword arguments for gymnasium.make")
+        self._declare(
+            "mode", "realtime", "lockstep: one control step per command, publishes /clock; realtime"
+        )
+        self._declare("fps", 0.0, "control rate in Hz (0 = the environment's own render_fps)")
+        self._declare("seed", -1, "seed of the first episode; episode i uses seed + i (-1 = unseeded)")
+        self._declare("auto_reset", True, "start a new episode when one ends (realtime: after reset_delay_s)")
+        self._declare("reset_delay_s", 1.0, "realtime: seconds to hold a finished episode before auto reset")
+        self._declare("command_timeout_s", 0.5, "realtime: commands older than this are stale; hold position")
+        self._declare("publish_clock", True, "lockstep: publish /clock with the simulation time")
+        self._declare("frame_id", "base_link", "frame_id of joint_states")
+        self._declare("state_names", list(self.default_state_names) or [""], "names of agent_pos entries")
+        self._declare("single_camera_name", "image", "camera name for envs whose pixels is a single image")
+        self._declare("robot_description_file", "", "URDF file published on robot_description (empty = none)")
+        self._declare(
+            "idle_republish_s",
+            1.0,
+            "lockstep: republish the last observation when no command came "
+            "for this long, so late subscribers get a first observation (0 = never)",
+        )
+        self._declare("autostart", False, "configure and activate right after start")
+
+    def _declare_extra(self) -> None:
+        """Subclasses declare their own parameters here."""
+
+    def _read_config(self) -> BridgeConfig:
+        p = self.get_parameter
+        mode = p("mode").value
+        if mode not in MODES:
+            raise ValueError(f"parameter mode={mode!r} must be one of {MODES}")
+        try:
+            kwargs = json.loads(p("env_kwargs").value or "{}")
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"parameter env_kwargs is not valid JSON: {exc}") from exc
+        if not isinstance(kwargs, dict):
+            raise ValueError("parameter env_kwargs must be a JSON object")
+        if not p("env_id").value:
+            raise ValueError("parameter env_id is empty")
+        return BridgeConfig(
+            env_id=p("env_id").value,
+            env_kwargs=kwargs,
+            mode=mode,
+            fps=float(p("fps").value),
+            seed=int(p("seed").value),
+            auto_reset=bool(p("auto_reset").value),
+            reset_delay_s=float(p("reset_delay_s").value),
+            command_timeout_s=float(p("command_timeout_s").value),
+            publish_clock=bool(p("publish_clock").value),
+            frame_id=p("frame_id").value,
+            state_names=tuple(n for n in p("state_names").value if n),
+            single_camera_name=p("single_camera_name").value,
+            robot_description_file=p("robot_description_file").value,
+            idle_republish_s=float(p("idle_republish_s").value),
+        )
+
+    # ------------------------------------------------------------------ lifecycle
+    def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        try:
+            cfg = self._read_config()
+            self.cfg = replace(cfg, env_kwargs=self._env_kwargs(cfg))
+            env = make_env(self.cfg.env_id, self.cfg.env_kwargs)
+            self.session = SimSession(env, self.cfg.fps or None)
+        except Exception as exc:
+            self.get_logger().error(f"configure failed: {exc}")
+            self._cleanup()
+            return TransitionCallbackReturn.FAILURE
+        self._pubs["joint_states"] = self.create_publisher(JointState, "joint_states", QOS_STATE)
+        self._pubs["episode_info"] = self.create_publisher(EpisodeInfo, "sim/episode_info", QOS_STATE)
+        self._pubs["state"] = self.create_publisher(Float64MultiArray, "observation/state", QOS_STATE)
+        self._pubs["env_state"] = self.create_publisher(
+            Float64MultiArray, "observation/environment_state", QOS_STATE
+        )
+        self._pubs["diagnostics"] = self.create_publisher(DiagnosticArray, "diagnostics", 10)
+        if self.cfg.mode == "lockstep" and self.cfg.publish_clock:
+            self._pubs["clock"] = self.create_publisher(ClockMsg, "/clock", QOS_LATCHED)
+        if self.cfg.robot_description_file:
+            with open(self.cfg.robot_description_file, encoding="utf-8") as f:
+                from std_msgs.msg import String
+
+                pub = self.create_publisher(String, "robot_description", QOS_LATCHED)
+                pub.publish(String(data=f.read()))
+                self._pubs["robot_description"] = pub
+        self._create_extra_publishers()
+        self._setup_commands()
+        self._srv = self.create_service(ResetSim, "sim/reset", self._on_reset)
+        self._diag_timer = self.create_timer(1.0, self._publish_diagnostics, clock=self._steady)
+        self.get_logger().info(
+            f"configured {self.cfg.env_id} ({self.cfg.mode}, {self.session.fps:g} Hz, seed {self.cfg.seed})"
+        )
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._active = True
+        try:
+            self._reset(None)
+        except Exception as exc:
+            self.get_logger().error(f"activate failed: the environment did not reset: {exc}")
+            self._active = False
+            return TransitionCallbackReturn.FAILURE
+        # Wall-clock timers: in lockstep the sim is the time source (with use_sim_time its own ROS clock
+        # would only move when it steps), and realtime means wall-clock pacing. Stamps in realtime mode
+        # come from the node clock, so use_sim_time is honoured there.
+        if self.cfg.mode == "realtime":
+            self._timer = self.create_timer(1.0 / self.session.fps, self._on_timer, clock=self._steady)
+        elif self.cfg.idle_republish_s > 0:
+            self._timer = self.create_timer(self.cfg.idle_republish_s, self._on_idle, clock=self._steady)
+        return super().on_activate(state)
+
+    def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._active = False
+        if self._timer is not None:
+            self.destroy_timer(self._timer)
+            self._timer = None
+        self._hold_current()
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._cleanup()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._active = False
+        self._hold_current()
+        self._cleanup()
+        return TransitionCallbackReturn.SUCCESS
+
+    def _cleanup(self) -> None:
+        for timer in (self._timer, self._diag_timer):
+            if timer is not None:
+                self.destroy_timer(timer)
+        self._timer = self._diag_timer = None
+        for pub in list(self._pubs.values()) + [p for pair in self._cam_pubs.values() for p in pair]:
+            self.destroy_publisher(pub)
+        self._pubs.clear()
+        self._cam_pubs.clear()
+        for sub in self._subs:
+            self.destroy_subscription(sub)
+        self._subs.clear()
+        if self._srv is not None:
+            self.destroy_service(self._srv)
+            self._srv = None
+        if self.session is not None:
+            self.session.close()
+            self.session = None
+
+    # ------------------------------------------------------------------ hooks for subclasses
+    def _env_kwargs(self, cfg: BridgeConfig) -> dict[str, Any]:
+        """Keyword arguments for gymnasium.make (subclasses add their own parameters)."""
+        return dict(cfg.env_kwargs)
+
+    def _create_extra_publishers(self) -> None:
+        pass
+
+    def _setup_commands(self) -> None:
+        raise NotImplementedError
+
+    def _publish_extra(self, result: StepResult, stamp: Time) -> None:
+        pass
+
+    def _hold_current(self) -> None:
+        """Safe state: keep the current position as target (position-controlled robots)."""
+
+    def _initial_target(self) -> np.ndarray | None:
+        return None
+
+    def _camera_info(self, name: str, height: int, width: int) -> CameraInfo:
+        info = CameraInfo(height=height, width=width)
+        return info
+
+    # ------------------------------------------------------------------ stepping
+    def _seed_for_next(self) -> int | None:
+        if self.cfg.seed < 0:
+            return None
+        return self.cfg.seed + self.session.episode.episode_index + 1
+
+    def _reset(self, seed: int | None, use_seed: bool = False) -> StepResult:
+        result = self.session.reset(seed if use_seed else self._seed_for_next())
+        self._target = self._initial_target()
+        self._done_since = None
+        self._publish(result)
+        return result
+
+    def _step(self, action: np.ndarray) -> None:
+        """One control step with ``action``; on a finished episode, reset (auto_reset) or ignore."""
+        if not self._active or self.session is None:
+            return
+        if self.session.episode.done:
+            if self.cfg.auto_reset and self.cfg.mode == "lockstep":
+                self._reset(None)
+            return
+        try:
+            result = self.session.step(action)
+        except ValueError as exc:
+            self.get_logger().error(f"action rejected by {self.cfg.env_id}: {exc}")
+            return
+        except Exception:
+            self.get_logger().error(f"environment step failed, truncating episode:\n{traceback.format_exc()}")
+            self.session.episode.truncated = True
+            return
+        self._steps_done += 1
+        self._publish(result)
+
+    def _on_timer(self) -> None:
+        if self.session.episode.done:
+            now = time.monotonic()
+            self._done_since = self._done_since or now
+            if self.cfg.auto_reset and now - self._done_since >= self.cfg.reset_delay_s:
+                self._reset(None)
+            return
+        action = self._realtime_action()
+        if action is not None:
+            self._step(action)
+
+    def _on_idle(self) -> None:
+        """Lockstep keep-alive: the same observation again (same stamp and step) after a quiet period."""
+        if self.session is None or self._last_result is None:
+            return
+        if time.monotonic() - self._last_publish >= self.cfg.idle_republish_s:
+            self._publish(self._last_result)
+
+    def _realtime_action(self) -> np.ndarray | None:
+        return self._target
+
+    def _on_reset(self, request: ResetSim.Request, response: ResetSim.Response) -> ResetSim.Response:
+        if not self._active or self.session is None:
+            response.success = False
+            response.message = "simulation is not active (lifecycle state must be active)"
+            return response
+        try:
+            result = self._reset(int(request.seed), use_seed=request.use_seed)
+        except Exception as exc:
+            response.success = False
+            response.message = f"reset failed: {exc}"
+            return response
+        response.success = True
+        response.message = f"episode {result.episode.episode_index} (seed {result.episode.seed})"
+        response.info = self._episode_msg(result)
+        return response
+
+    # ------------------------------------------------------------------ publishing
+    def _stamp_for(self, result: StepResult) -> Time:
+        if self.cfg.mode == "lockstep":
+            return _stamp(result.sim_time_ns)
+        return self.get_clock().now().to_msg()
+
+    def _episode_msg(self, result: StepResult, stamp: Time | None = None) -> EpisodeInfo:
+        ep = result.episode
+        msg = EpisodeInfo()
+        msg.header.stamp = stamp or self._stamp_for(result)
+        msg.header.frame_id = self.cfg.frame_id
+        msg.episode_index = ep.episode_index
+        msg.seed = ep.seed
+        msg.step = ep.step
+        msg.reward = ep.reward
+        msg.sum_reward = ep.sum_reward
+        msg.max_reward = ep.max_reward if math.isfinite(ep.max_reward) else 0.0
+        msg.is_success = ep.is_success
+        msg.terminated = ep.terminated
+        msg.truncated = ep.truncated
+        return msg
+
+    def _state_vector(self, obs: Any) -> np.ndarray | None:
+        if isinstance(obs, dict):
+            return None if "agent_pos" not in obs else np.asarray(obs["agent_pos"], dtype=np.float64).ravel()
+        return np.asarray(obs, dtype=np.float64).ravel()
+
+    def _joint_state(self, result: StepResult, stamp: Time) -> JointState | None:
+        state = self._state_vector(result.observation)
+        if state is None:
+            return None
+        names = self.cfg.state_names or tuple(f"state_{i}" for i in range(state.size))
+        msg = JointState()
+        msg.header.stamp = stamp
+        msg.header.frame_id = self.cfg.frame_id
+        msg.name = list(names[: state.size])
+        msg.position = state.tolist()
+        return msg
+
+    def _publish(self, result: StepResult) -> None:
+        self._last_result = result
+        self._last_publish = time.monotonic()
+        stamp = self._stamp_for(result)
+        if "clock" in self._pubs:
+            self._pubs["clock"].publish(ClockMsg(clock=stamp))
+        obs = result.observation
+        for cam, img in camera_images(obs, self.cfg.single_camera_name).items():
+            if cam not in self._cam_pubs:
+                self._cam_pubs[cam] = (
+                    self.create_publisher(Image, f"cameras/{cam}/image_raw", QOS_IMAGE),
+                    self.create_publisher(CameraInfo, f"cameras/{cam}/camera_info", QOS_IMAGE),
+                )
+                self._camera_infos[cam] = self._camera_info(cam, int(img.shape[0]), int(img.shape[1]))
+            image_pub, info_pub = self._cam_pubs[cam]
+            msg = Image()
+            msg.header.stamp = stamp
+            msg.header.frame_id = f"{cam}_optical_frame"
+            fill_image_msg(msg, np.asarray(img, dtype=np.uint8), "rgb8")
+            image_pub.publish(msg)
+            info = self._camera_infos[cam]
+            info.header.stamp = stamp
+            info.header.frame_id = msg.header.frame_id
+            info_pub.publish(info)
+        state = self._state_vector(obs)
+        if state is not None:
+            self._pubs["state"].publish(Float64MultiArray(data=state.tolist()))
+        if isinstance(obs, dict) and "environment_state" in obs:
+            env_state = np.asarray(obs["environment_state"], dtype=np.float64).ravel()
+            self._pubs["env_state"].publish(Float64MultiArray(data=env_state.tolist()))
+        self._publish_extra(result, stamp)
+        js = self._joint_state(result, stamp)
+        if js is not None:
+            self._pubs["joint_states"].publish(js)
+        # last: a lockstep client waiting for episode_info of step k finds the rest already sent
+        self._pubs["episode_info"].publish(self._episode_msg(result, stamp))
+
+    def _publish_diagnostics(self) -> None:
+        if self.session is None:
+            return
+        elapsed = max(time.monotonic() - self._t_start, 1e-9)
+        ep = self.session.episode
+        status = DiagnosticStatus(
+            level=DiagnosticStatus.OK,
+            name=f"{self.get_name()}: simulation",
+            message="active" if self._active else "inactive",
+            hardware_id=self.cfg.env_id,
+            values=[
+                KeyValue(key="mode", value=self.cfg.mode),
+                KeyValue(key="episode_index", value=str(ep.episode_index)),
+                KeyValue(key="step", value=str(ep.step)),
+                KeyValue(key="steps_per_s", value=f"{self._steps_done / elapsed:.1f}"),
+            ],
+        )
+        msg = DiagnosticArray(status=[status])
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self._pubs["diagnostics"].publish(msg)
+
+
+def run_node(node_cls, args=None) -> None:
+    """main() body shared by the sim executables: autostart handling and a clean shutdown on Ctrl-C."""
+    rclpy.init(args=args)
+    node = node_cls()
+    try:
+        if node.get_parameter("autostart").value:
+            if node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
+                raise SystemExit(1)
+            if node.trigger_activate() != TransitionCallbackReturn.SUCCESS:
+                raise SystemExit(1)
+        rclpy.spin(node)
+    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
+        pass
+    finally:
+        node._active = False
+        node._hold_current()
+        node._cleanup()
+        node.destroy_node()
+        rclpy.try_shutdown()

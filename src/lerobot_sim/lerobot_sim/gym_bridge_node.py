@@ -1,0 +1,67 @@
+"""``gym_bridge``: any registered gymnasium environment on ROS 2 topics, mapped as LeRobot maps it.
+
+pixels (dict or single image) -> cameras/<name>/image_raw (observation.images.<name> for the recorder),
+agent_pos -> joint_states (names from state_names) and observation/state, environment_state ->
+observation/environment_state. Actions arrive as Float64MultiArray on forward_position_controller/commands
+(the same command topic the robots take), clipped to the env's action space.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from gymnasium import spaces
+from std_msgs.msg import Float64MultiArray
+
+from lerobot_sim.bridge_base import QOS_COMMAND, SimBridgeNode, run_node
+
+
+class GymBridgeNode(SimBridgeNode):
+    default_env_id = "gym_pusht/PushT-v0"
+
+    def __init__(self, **kwargs):
+        super().__init__("gym_bridge", **kwargs)
+        self._last_action: np.ndarray | None = None
+
+    def _setup_commands(self) -> None:
+        self._subs.append(
+            self.create_subscription(
+                Float64MultiArray, "forward_position_controller/commands", self._on_command, QOS_COMMAND
+            )
+        )
+
+    def _on_command(self, msg: Float64MultiArray) -> None:
+        if not self._active or self.session is None:
+            return
+        space = self.session.env.action_space
+        action = np.asarray(msg.data, dtype=np.float64)
+        if isinstance(space, spaces.Box):
+            if action.size != int(np.prod(space.shape)):
+                self.get_logger().warn(
+                    f"command has {action.size} values, {self.cfg.env_id} expects {space.shape}",
+                    throttle_duration_sec=1.0,
+                )
+                return
+            if not np.all(np.isfinite(action)):
+                self.get_logger().warn(
+                    "command contains non-finite values; ignored", throttle_duration_sec=1.0
+                )
+                return
+            action = np.clip(action.reshape(space.shape), space.low, space.high).astype(space.dtype)
+        elif isinstance(space, spaces.Discrete):
+            action = int(action.ravel()[0])
+        self._last_action = action
+        self._target = action
+        if self.cfg.mode == "lockstep":
+            self._step(action)
+
+    def _realtime_action(self):
+        # without a command yet, a generic env has no safe "hold" action: wait
+        return self._last_action
+
+
+def main(args=None) -> None:
+    run_node(GymBridgeNode, args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,171 @@
+"""``gz_command_relay``: the robot's three command types -> one std_msgs/Float64 per joint for Gazebo.
+
+Gazebo's JointPositionController takes one double per joint; the real robot takes joint_commands,
+forward_position_controller/commands and joint_trajectory_controller/joint_trajectory. This node accepts
+the latter with the driver's safety rules (clamp to limits, bounded change per cycle, hold when input is
+stale or on deactivate) and publishes the held target on gz_commands/<joint> at rate_hz; ros_gz_bridge
+forwards those to gz (config/gz_bridge_so101.yaml).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import rclpy
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64, Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory
+
+from lerobot_sim.bridge_base import QOS_COMMAND, QOS_STATE
+from lerobot_sim.command import (
+    CommandError,
+    SafetyLimits,
+    positions_by_name,
+    positions_from_array,
+    positions_from_trajectory,
+)
+from lerobot_sim.gazebo import RELAY_PREFIX
+from lerobot_sim.so101_model import JOINT_NAMES, JointLimits
+
+
+@dataclass(frozen=True)
+class RelayConfig:
+    rate_hz: float
+    max_joint_velocity: float
+    autostart: bool
+
+
+class GzCommandRelayNode(LifecycleNode):
+    def __init__(self, **kwargs):
+        super().__init__("gz_command_relay", **kwargs)
+        d = ParameterDescriptor
+        self.declare_parameter("rate_hz", 50.0, d(description="target publish rate [Hz]", read_only=True))
+        self.declare_parameter(
+            "max_joint_velocity", 4.7, d(description="bound on target change [rad/s]", read_only=True)
+        )
+        self.declare_parameter(
+            "autostart", False, d(description="configure and activate at start", read_only=True)
+        )
+        self.cfg = RelayConfig(
+            float(self.get_parameter("rate_hz").value),
+            float(self.get_parameter("max_joint_velocity").value),
+            bool(self.get_parameter("autostart").value),
+        )
+        lim = JointLimits.so101()
+        self.safety = SafetyLimits(lim.lower, lim.upper, self.cfg.max_joint_velocity / self.cfg.rate_hz)
+        self._goal: np.ndarray | None = None  # latest accepted command (clamped to limits)
+        self._target: np.ndarray | None = None  # what is sent, moving toward _goal at bounded speed
+        self._active = False
+        self._pubs = {}
+        self._subs = []
+        self._timer = None
+
+    def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._pubs = {
+            j: self.create_publisher(Float64, f"{RELAY_PREFIX}/{j}", QOS_COMMAND) for j in JOINT_NAMES
+        }
+        self._subs = [
+            self.create_subscription(JointState, "joint_states", self._on_state, QOS_STATE),
+            self.create_subscription(JointState, "joint_commands", self._on_joint_commands, QOS_COMMAND),
+            self.create_subscription(
+                Float64MultiArray, "forward_position_controller/commands", self._on_forward, QOS_COMMAND
+            ),
+            self.create_subscription(
+                JointTrajectory,
+                "joint_trajectory_controller/joint_trajectory",
+                self._on_trajectory,
+                QOS_COMMAND,
+            ),
+        ]
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._active = True
+        self._timer = self.create_timer(1.0 / self.cfg.rate_hz, self._tick)
+        return super().on_activate(state)
+
+    def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._active = False
+        self._goal = self._target  # hold where the arm was sent
+        if self._timer is not None:
+            self.destroy_timer(self._timer)
+            self._timer = None
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        for sub in self._subs:
+            self.destroy_subscription(sub)
+        self._subs = []
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._goal = self._target
+        return TransitionCallbackReturn.SUCCESS
+
+    def _on_state(self, msg: JointState) -> None:
+        if self._target is None:
+            try:
+                q = positions_by_name(msg.name, msg.position, JOINT_NAMES, np.zeros(len(JOINT_NAMES)))
+            except CommandError:
+                return
+            self._target = np.clip(q, self.safety.lower, self.safety.upper)
+            self._goal = self._target.copy()
+
+    def _accept(self, source: str, make_goal) -> None:
+        if not self._active or self._target is None:
+            return
+        try:
+            goal = make_goal()
+            self.safety.apply(goal, goal)  # validation only: size and finiteness
+        except CommandError as exc:
+            self.get_logger().warn(f"{source}: command rejected: {exc}", throttle_duration_sec=1.0)
+            return
+        self._goal = np.clip(goal, self.safety.lower, self.safety.upper)
+
+    def _on_joint_commands(self, msg: JointState) -> None:
+        self._accept(
+            "joint_commands", lambda: positions_by_name(msg.name, msg.position, JOINT_NAMES, self._goal)
+        )
+
+    def _on_forward(self, msg: Float64MultiArray) -> None:
+        self._accept(
+            "forward_position_controller/commands", lambda: positions_from_array(msg.data, JOINT_NAMES)
+        )
+
+    def _on_trajectory(self, msg: JointTrajectory) -> None:
+        self._accept(
+            "joint_trajectory",
+            lambda: positions_from_trajectory(
+                msg.joint_names, [p.positions for p in msg.points], JOINT_NAMES, self._goal
+            ),
+        )
+
+    def _tick(self) -> None:
+        if self._target is None:
+            return
+        # the target walks toward the last goal at bounded speed; with no new goal it holds
+        self._target = self.safety.apply(self._goal, self._target)
+        for joint, value in zip(JOINT_NAMES, self._target, strict=True):
+            self._pubs[joint].publish(Float64(data=float(value)))
+
+
+def main(args=None) -> None:
+    rclpy.init(args=args)
+    node = GzCommandRelayNode()
+    try:
+        if node.cfg.autostart:
+            node.trigger_configure()
+            node.trigger_activate()
+        rclpy.spin(node)
+    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
+        pass
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == "__main__":
+    main()
