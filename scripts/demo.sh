@@ -1,10 +1,20 @@
 #!/usr/bin/env bash
-# scripts/demo.sh - set up from scratch if needed, then run the main job on the built-in default.
-# Extra arguments are profile arguments (name:=value).
+# scripts/demo.sh - set up from scratch if needed, then run the main job on the built-in default:
+# the simulated SO-101 (MuJoCo, cube on a table, two cameras) driven by the scripted expert,
+# recorded over ROS 2 by the recorder node into a LeRobotDataset v3, then checked and described.
+#
+#   scripts/demo.sh [name:=value ...]     profile arguments of record_sim_so101, e.g. num_episodes:=5
+# The dataset goes to outputs/sim_so101 (a second run appends episodes: resume).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 ./setup.sh
 # shellcheck disable=SC1091
 set +u; source env.sh; set -u
-exec lerobot-launch skeleton expect_count:=500 timeout_s:=60 "$@"
+DATASET=${DATASET:-$ROOT/outputs/sim_so101}
+RESUME=false
+[ -f "$DATASET/meta/info.json" ] && RESUME=true
+mkdir -p "$(dirname "$DATASET")"
+lerobot-launch record_sim_so101 dataset_root:="$DATASET" resume:=$RESUME num_episodes:=2 episode_time_s:=8.0 "$@"
+echo
+lerobot-dataset-info "$DATASET" --check

@@ -53,9 +53,9 @@ def test_act_torch_tensors_and_unbatched_inputs(act_policy, act_observations, ac
     np.testing.assert_allclose(chunk[0], act_reference["action_chunk"][1], atol=1e-4, rtol=0)
 
 
-def test_channels_last_gives_same_chunk(act_observations, act_reference):
-    policy = load_policy(ACT_SMALL)
-    policy.set_channels_last(True)
+def test_contiguous_convs_give_same_chunk(act_observations, act_reference):
+    policy = load_policy(ACT_SMALL)  # channels-last by default on CPU
+    policy.set_channels_last(False)
     np.testing.assert_allclose(
         policy.predict_action_chunk(act_observations), act_reference["action_chunk"], atol=1e-4, rtol=0
     )

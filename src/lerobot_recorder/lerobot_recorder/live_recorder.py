@@ -23,6 +23,7 @@ import collections
 import concurrent.futures
 import json
 import logging
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -57,7 +58,7 @@ class LiveConfig:
     resume: bool = False
     vcodec: str = "libsvtav1"
     crf: int = 30
-    preset: int = -1  # -1 = the writer's default
+    preset: str = ""  # "" = the writer's default; digits = a numeric (svt-av1) preset
     encoder_queue_size: int = 30
     episode: EpisodeConfig = field(default_factory=EpisodeConfig)
     latency_margin_s: float = 0.1
@@ -104,6 +105,22 @@ class Snapshot:
     streams: list[StreamHealth] = field(default_factory=list)
     episode_seq: int = 0
     session: bool = False
+
+
+def _preset(value: str):
+    value = str(value).strip()
+    if not value or value == "-1":
+        return None
+    return int(value) if value.isdigit() else value
+
+
+def cdr_header_stamp(data: bytes) -> int:
+    """Header stamp (ns) of a CDR-serialized message whose first field is std_msgs/Header."""
+    if len(data) < 12 or data[0] != 0 or data[1] not in (0, 1):
+        raise ValueError("not a CDR message with a header")
+    order = "<" if data[1] == 1 else ">"
+    sec, nanosec = struct.unpack_from(order + "iI", data, 4)
+    return sec * _NS + nanosec
 
 
 def check_dataset_root(root: Path, resume: bool, mode: str) -> str:
@@ -227,6 +244,11 @@ class LiveRecorder:
         self._closing_until: float | None = None  # monotonic deadline of the stop's latency margin
         self._timeline = {t: st.timeline for t, st in self.contract.streams.items()}
         self._required_topics = {t for t, st in self.contract.streams.items() if st.required}
+        self._stamp_only = (
+            {t for t, st in self.contract.streams.items() if st.msgtype in IMAGE_TYPES}
+            if cfg.mode == "raw"
+            else set()
+        )
         self._passed_stop: set[str] = set()
         self._bag: ThreadedBagWriter | None = None
         self._bag_index = 0
@@ -254,7 +276,7 @@ class LiveRecorder:
             self.root,
             encoder_queue_size=self.cfg.encoder_queue_size,
             crf=self.cfg.crf,
-            preset=None if self.cfg.preset < 0 else self.cfg.preset,
+            preset=_preset(self.cfg.preset),
         )
         if self.writer.dropped_partial_episode:
             self.log.warning(f"{self.root}: dropped a partial episode left by an earlier crash")
@@ -294,7 +316,7 @@ class LiveRecorder:
                     robot_type=resolved.robot_type,
                     vcodec=self.cfg.vcodec,
                     crf=self.cfg.crf,
-                    preset=None if self.cfg.preset < 0 else self.cfg.preset,
+                    preset=_preset(self.cfg.preset),
                     encoder_queue_size=self.cfg.encoder_queue_size,
                 )
                 self.log.info(
@@ -433,8 +455,12 @@ class LiveRecorder:
             self._latest_raw[topic] = data
             if self._aligner is not None:
                 try:
-                    msg = self._decode(topic, data)
-                    value, stamp, r = self._resolved.extract(topic, msg, None, recv)
+                    if topic in self._stamp_only:
+                        # raw mode: an image's pixels are not needed, only its header stamp
+                        value, stamp, r = None, cdr_header_stamp(data), recv
+                    else:
+                        msg = self._decode(topic, data)
+                        value, stamp, r = self._resolved.extract(topic, msg, None, recv)
                     # the episode is [start, stop] on each stream's own timeline: samples taken
                     # before the start request or after the stop request are not part of it
                     t = r if self._timeline[topic] == RECEIVE or stamp is None else stamp

@@ -41,7 +41,7 @@ class StreamHealth:
 
     @property
     def condition(self) -> str:
-        """"ok", "stale" or "low_rate": a warning is due whenever this changes."""
+        """ "ok", "stale" or "low_rate": a warning is due whenever this changes."""
         if self.stale:
             return "stale"
         return "ok" if self.healthy else "low_rate"

@@ -54,16 +54,21 @@ class Sources(Node):
         self.t0 = time.monotonic()
 
     def publish_images(self) -> None:
-        stamp = self.get_clock().now().to_msg()
-        for i, (cam, pub) in enumerate(self.img_pubs.items()):
-            img = np.roll(self.base, (self.seq * 3 + i * 17) % self.base.shape[1], axis=1)
-            img[:8, :8] = self.seq % 256
-            msg = Image()
-            msg.header.stamp = stamp
-            msg.header.frame_id = f"{cam}_optical"
-            fill_image_msg(msg, img, "rgb8")
-            pub.publish(msg)
+        """All cameras at once (one capture instant, like a synchronized rig)."""
+        for i in range(len(self.cams)):
+            self.publish_camera(i)
         self.seq += 1
+
+    def publish_camera(self, i: int, seq: int | None = None) -> None:
+        cam = self.cams[i]
+        seq = self.seq if seq is None else seq
+        img = np.roll(self.base, (seq * 3 + i * 17) % self.base.shape[1], axis=1)
+        img[:8, :8] = seq % 256
+        msg = Image()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.header.frame_id = f"{cam}_optical"
+        fill_image_msg(msg, img, "rgb8")
+        self.img_pubs[cam].publish(msg)
 
     def publish_joints(self) -> None:
         stamp = self.get_clock().now().to_msg()
@@ -101,6 +106,7 @@ def main(argv=None) -> int:
     ap.add_argument("--joint-rate", type=float, default=100.0)
     ap.add_argument("--duration", type=float, default=0.0)
     ap.add_argument("--image-qos", choices=("sensor", "reliable"), default="sensor")
+    ap.add_argument("--camera-threads", action="store_true", help="one publishing thread per camera")
     args, ros_args = ap.parse_known_args(argv)
     global IMAGE_QOS
     if args.image_qos == "reliable":
@@ -110,10 +116,23 @@ def main(argv=None) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     threads = []
-    if node.cams:
+    if node.cams and not args.camera_threads:
         threads.append(
             threading.Thread(target=run_periodic, args=(1.0 / args.fps, node.publish_images, stop))
         )
+    elif node.cams:  # one thread per camera, like independent camera drivers
+        counters = [0] * len(node.cams)
+
+        def camera_loop(i):
+            def tick():
+                node.publish_camera(i, counters[i])
+                counters[i] += 1
+                if i == 0:
+                    node.seq = counters[0]
+
+            run_periodic(1.0 / args.fps, tick, stop)
+
+        threads += [threading.Thread(target=camera_loop, args=(i,)) for i in range(len(node.cams))]
     if node.joint_pubs:
         threads.append(
             threading.Thread(target=run_periodic, args=(1.0 / args.joint_rate, node.publish_joints, stop))

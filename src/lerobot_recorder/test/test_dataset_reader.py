@@ -2,6 +2,7 @@
 
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -78,11 +79,51 @@ def test_rejects_non_v3_dataset(tmp_path):
     not (REF_VENV / ".ready").exists(),
     reason=f"the LeRobot reference venv ({REF_VENV}) is not installed on this machine",
 )
-def test_real_lerobot_loads_our_dataset():
+@pytest.mark.slow
+def test_real_lerobot_loads_our_dataset(tmp_path):
+    # A private HF cache: `datasets` file-locks its cache, which other LeRobot users may hold.
+    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}
     res = subprocess.run(
         [str(REF_VENV / "bin/python"), str(FIXTURES / "check_with_lerobot.py"), "--python", sys.executable],
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=280,
+        env=env,
     )
     assert res.returncode == 0 and "RESULT: PASS" in res.stdout, res.stdout[-4000:] + res.stderr[-4000:]
+
+
+def test_resume_appends_to_a_lerobot_written_dataset(tmp_path):
+    from lerobot_recorder.dataset import DatasetWriter
+
+    fx = _fixture_module()
+    root = tmp_path / "ds"
+    shutil.copytree(LEROBOT_FIXTURE, root)
+    w = DatasetWriter.resume(root)
+    assert w.vcodec == "libsvtav1" and w.total_episodes == 3
+    for i in range(6):
+        state = fx.expected_state(3, i)
+        w.add_frame(
+            {
+                "observation.state": state,
+                "action": -state,
+                "observation.images.front": fx.expected_frame(3, i),
+            },
+            task="place the cube",
+        )
+    summary = w.save_episode()
+    w.finalize()
+    assert summary["dataset_from_index"] == sum(fx.EPISODE_LENGTHS)
+    r = DatasetReader(root)
+    assert (r.num_episodes, r.num_frames, r.tasks) == (
+        4,
+        sum(fx.EPISODE_LENGTHS) + 6,
+        ["pick the cube", "place the cube"],
+    )
+    new = r.episode_meta(3)
+    assert (new["data/file_index"], new["videos/observation.images.front/file_index"]) == (1, 1)
+    np.testing.assert_array_equal(r.episode(3)["observation.state"][5], fx.expected_state(3, 5))
+    np.testing.assert_array_equal(r.episode(3)["task_index"], [1] * 6)
+    assert len(r.video_frames("observation.images.front", 3)) == 6
+    assert len(r.video_frames("observation.images.front", 0)) == fx.EPISODE_LENGTHS[0]  # old data untouched
+    assert list(r.stats["observation.state"]["count"]) == [sum(fx.EPISODE_LENGTHS) + 6]

@@ -17,6 +17,7 @@ from lerobot_recorder.live_recorder import (
     LiveConfig,
     LiveRecorder,
     RecorderError,
+    cdr_header_stamp,
     check_dataset_root,
     select_streams,
 )
@@ -234,3 +235,44 @@ def test_worker_records_saves_discards_and_writes_raw_bags(tmp_path):
     assert state.shape == (oc.frames, 6) and np.all(np.diff(state[:, 0]) > 0)  # interpolated ramp
     assert r.tasks == ["unit task"]
     assert [p.name for p in RawRecording(tmp_path / "ds_raw").episodes()] == ["episode_000000"]
+
+
+def test_cdr_header_stamp_reads_the_stamp_without_decoding():
+    t = 1_796_000_000 * 10**9 + 123_456_789
+    assert cdr_header_stamp(_image_cdr(t, 3)) == t
+    assert cdr_header_stamp(_joint_cdr(t, 0.5)) == t
+    with pytest.raises(ValueError):
+        cdr_header_stamp(b"\x00\x01\x00")
+
+
+def test_raw_mode_writes_bags_only_and_continues_numbering(tmp_path):
+    contract = Contract.from_dict(CONTRACT)
+    raw = tmp_path / "raw"
+    for run in range(2):
+        cfg = LiveConfig(
+            dataset_root=str(raw),
+            raw_dir=str(raw),
+            mode="raw",
+            episode=EpisodeConfig(episode_time_s=1000.0, reset_time_s=0.0, num_episodes=5, task="t"),
+        )
+        clock = FakeClock((5 + 10 * run) * 10**9)
+        rec = LiveRecorder(cfg, contract, decode=_decode, clock=clock)
+        rec.start()
+        try:
+            t, seq = _feed(rec, clock, clock.t, 0.2)
+            out = rec.request("start").result(10)
+            assert out["episode_index"] == run  # the second run continues after episode_000000
+            t, seq = _feed(rec, clock, t, 1.0, seq)
+            fut = rec.outcome_future(out["seq"])
+            rec.request("stop").result(10)
+            t, seq = _feed(rec, clock, t, 0.2, seq)  # samples past the stop close the episode
+            oc = fut.result(10)
+            assert oc.result_code == RESULT_SAVED, oc.message
+            assert abs(oc.frames - 10) <= 1
+        finally:
+            rec.close()
+    assert [p.name for p in RawRecording(raw).episodes()] == ["episode_000000", "episode_000001"]
+    assert not (raw / "meta").exists()  # no dataset in raw mode
+    with Reader(raw / "episode_000001") as r:
+        topics = {c.topic for c, _, _ in r.messages()}
+    assert topics == {"/joint_states", "/cameras/front/image_raw"}

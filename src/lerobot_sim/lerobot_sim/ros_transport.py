@@ -224,7 +224,7 @@ class RosSimTransport:
                 self._check_alive(f"waiting for step {step}")
         self._check_alive(f"waiting for step {step}")
         raise SimUnavailableError(
-            f"no observation for episode {episode_index} step {step} within {self.step_timeout} s"
+            f"no observation for episode {episode_index} step {step} within {timeout} s"
         )
 
     def _complete(self, episode_index: int, step: int):

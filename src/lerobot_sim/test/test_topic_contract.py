@@ -26,15 +26,31 @@ def _interface(node, name, namespace):
     return pubs, subs
 
 
-def _settled(node, name, namespace, min_pubs, min_subs):
-    def ok():
+COMMANDS = {
+    "joint_commands",
+    "forward_position_controller/commands",
+    "joint_trajectory_controller/joint_trajectory",
+}
+
+
+def _stable_interface(node, name, namespace, must_publish, timeout=60.0):
+    """The node's interface once it shows the required topics and stops changing (discovery is gradual)."""
+    last = None
+
+    def ready():
+        nonlocal last
         try:
-            pubs, subs = _interface(node, name, namespace)
+            now = _interface(node, name, namespace)
         except Exception:
             return False
-        return len(pubs) >= min_pubs and len(subs) >= min_subs
+        pubs, subs = now
+        complete = must_publish <= set(pubs) and set(subs) >= COMMANDS
+        settled = complete and now == last
+        last = now
+        return settled
 
-    return wait_until(ok, 30.0)
+    assert wait_until(ready, timeout, interval=0.5), f"{namespace}/{name}: interface incomplete: {last}"
+    return last
 
 
 def test_sim_topics_and_types_equal_the_real_follower_driver(ros_node, tmp_path):
@@ -64,10 +80,15 @@ def test_sim_topics_and_types_equal_the_real_follower_driver(ros_node, tmp_path)
             },
         )
         with driver, sim:
-            assert _settled(ros_node, "follower", "/real", 2, 3), driver.output()
-            assert _settled(ros_node, "follower", "/simulated", 6, 3), sim.output()
-            real_pubs, real_subs = _interface(ros_node, "follower", "/real")
-            sim_pubs, sim_subs = _interface(ros_node, "follower", "/simulated")
+            real_pubs, real_subs = _stable_interface(
+                ros_node, "follower", "/real", {"joint_states", "diagnostics"}
+            )
+            sim_pubs, sim_subs = _stable_interface(
+                ros_node,
+                "follower",
+                "/simulated",
+                set(real_pubs) | {"cameras/front/image_raw", "sim/episode_info"},
+            )
     finally:
         emu.stop()
 

@@ -184,6 +184,7 @@ class NativeACTPolicy(_PolicyBase):
         except ValueError as exc:
             raise PolicyLoadError(f"model weights {str(weights_path)!r}: {exc}") from exc
         self.model = model.to(self.device).eval()
+        self.set_channels_last(self.device.type == "cpu")  # oneDNN convs are faster channels-last on CPU
         for pipe in (self.pre, self.post):
             if pipe.normalizer is not None:
                 pipe.normalizer.to(self.device)

@@ -23,31 +23,6 @@ _LOG = logging.getLogger(__name__)
 # unless the user asked for more (SVT_LOG=3 restores the info lines).
 os.environ.setdefault("SVT_LOG", "1")
 
-_M_MMAP_THRESHOLD = -3  # glibc mallopt() parameter
-_malloc_tuned = False
-
-
-def limit_malloc_fragmentation() -> None:
-    """Keep frame-sized allocations out of glibc's heap so RSS stays flat over long episodes.
-
-    Frames (~1 MB each) are allocated on one thread and freed on another. glibc raises its mmap
-    threshold dynamically after such frees, after which these buffers come from per-thread heaps that
-    fragment: measured +3.5 MiB RSS per recorded minute with 2 VGA cameras, flat with a fixed 128 KiB
-    threshold. Setting the threshold explicitly (what MALLOC_MMAP_THRESHOLD_ does) turns the dynamic
-    adjustment off. Process-wide, applied once; skipped if the user set the variable or not on glibc.
-    """
-    global _malloc_tuned
-    if _malloc_tuned or "MALLOC_MMAP_THRESHOLD_" in os.environ:
-        return
-    _malloc_tuned = True
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(_M_MMAP_THRESHOLD, 128 * 1024)
-    except (OSError, AttributeError):
-        pass
-
 
 # Encoders that take a constant-quality `crf` option.
 _CRF_CODECS = {"h264", "libx264", "hevc", "libx265", "libsvtav1", "libaom-av1"}
@@ -105,12 +80,13 @@ class CameraEncoder:
         self.options = dict(options)
         self.threads = threads
         self.queue: queue.Queue = queue.Queue(maxsize=max(1, queue_size))
+        # Frame buffers cycle caller -> queue -> encoder -> _free; at most queue_size + 2 exist.
+        self._free: queue.Queue = queue.Queue()
         self.frames_in = 0
         self.frames_encoded = 0
         self.packets_muxed = 0
         self.error: BaseException | None = None
         self.stats = ImageStatsAccumulator(height, width)
-        limit_malloc_fragmentation()
         self._cancel = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"encoder[{key}]", daemon=True)
         self._thread.start()
@@ -122,7 +98,11 @@ class CameraEncoder:
     def put(self, frame: np.ndarray, block: bool) -> None:
         """Queue one HxWx3 uint8 frame (copied: the caller may reuse its buffer)."""
         self.raise_if_failed()
-        item = np.array(frame, dtype=np.uint8, copy=True, order="C")
+        try:
+            item = self._free.get_nowait()  # recycled buffer: no ~1 MB allocation per frame
+        except queue.Empty:
+            item = np.empty((self.height, self.width, 3), dtype=np.uint8)
+        np.copyto(item, frame)
         if not block:
             self.queue.put_nowait(item)
         else:
@@ -211,6 +191,7 @@ class CameraEncoder:
                     self.packets_muxed += 1
                 self.stats.update(item)
                 self.frames_encoded += 1
+                self._free.put_nowait(item)
             if not self._cancel.is_set():
                 for packet in stream.encode(None):
                     container.mux(packet)
