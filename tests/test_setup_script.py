@@ -23,12 +23,20 @@ def run(ws: Path, env_extra: dict, timeout: float = 300) -> subprocess.Completed
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AMENT_", "COLCON_", "CMAKE_PREFIX"))}
     env.pop("ROS_DISTRO", None)
     env.update(env_extra)
-    return subprocess.run(["bash", str(ws / "setup.sh")], env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        ["bash", str(ws / "setup.sh")], env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def test_wrong_python_is_refused_before_anything_is_made(tmp_path):
     ws = copy_workspace(tmp_path)
-    out = run(ws, {"PYTHON": shutil.which("python3.10") or "/usr/bin/false", "LEROBOT_ROS_VENV": str(tmp_path / "venv")})
+    out = run(
+        ws,
+        {
+            "PYTHON": shutil.which("python3.10") or "/usr/bin/false",
+            "LEROBOT_ROS_VENV": str(tmp_path / "venv"),
+        },
+    )
     assert out.returncode == 1
     assert "python" in out.stderr.lower() and ("3.11" in out.stderr or "PYTHON=" in out.stderr), out.stderr
     assert not (tmp_path / "venv").exists()
@@ -52,7 +60,9 @@ def test_unreachable_package_index_is_named(tmp_path):
     assert not (tmp_path / "venv" / ".lerobot_ros_pins").exists()  # not marked as set up
 
 
-@pytest.mark.skipif(not (ROOT / ".venv" / ".lerobot_ros_pins").exists(), reason="needs the set-up venv of this checkout")
+@pytest.mark.skipif(
+    not (ROOT / ".venv" / ".lerobot_ros_pins").exists(), reason="needs the set-up venv of this checkout"
+)
 def test_build_error_points_at_the_log(tmp_path):
     ws = copy_workspace(tmp_path)
     pkg = ws / "src" / "broken_pkg"
@@ -62,7 +72,9 @@ def test_build_error_points_at_the_log(tmp_path):
         "<description>d</description><maintainer email='a@b.c'>m</maintainer><license>MIT</license>"
         "<buildtool_depend>ament_cmake</buildtool_depend><export><build_type>ament_cmake</build_type></export></package>"
     )
-    (pkg / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.16)\nproject(broken_pkg NONE)\nthis_is_not_cmake(\n")
+    (pkg / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(broken_pkg NONE)\nthis_is_not_cmake(\n"
+    )
     out = run(ws, {"LEROBOT_ROS_VENV": str(ROOT / ".venv")})
     assert out.returncode == 1
     assert "colcon build failed" in out.stderr and "setup-colcon-build.log" in out.stderr, out.stderr[-2000:]
@@ -78,7 +90,15 @@ def test_a_sourced_system_ros_is_used_or_refused_by_distro(tmp_path):
     old = run(ws, {**base, "ROS_DISTRO": "foxy", "AMENT_PREFIX_PATH": str(fake / "foxy")})
     assert old.returncode == 1 and "'foxy'" in old.stderr and "not supported" in old.stderr
     # jazzy is taken as the system ROS: it then wants that distro's python (here: a missing one)
-    new = run(ws, {**base, "ROS_DISTRO": "jazzy", "AMENT_PREFIX_PATH": str(fake / "jazzy"), "PYTHON": "/nonexistent/python3"})
+    new = run(
+        ws,
+        {
+            **base,
+            "ROS_DISTRO": "jazzy",
+            "AMENT_PREFIX_PATH": str(fake / "jazzy"),
+            "PYTHON": "/nonexistent/python3",
+        },
+    )
     assert new.returncode == 1 and "'/nonexistent/python3' not found" in new.stderr
     # without AMENT_PREFIX_PATH pointing at it, a stray ROS_DISTRO does not switch away from the wheels
     stray = run(ws, {**base, "ROS_DISTRO": "jazzy", "PYTHON": "/nonexistent/python3"})

@@ -28,9 +28,6 @@ from lerobot_sim.evaluation import (
 from lerobot_sim.registration import SO101_CUBE_ID
 
 
-REPUBLISH_S = 0.25
-
-
 @dataclass(frozen=True)
 class EnvPreset:
     executable: str
@@ -102,10 +99,9 @@ def make_transport_factory(preset: EnvPreset, params: dict[str, Any], log=print)
         "env_kwargs": json.dumps(preset.env_kwargs),
         "mode": "lockstep",
         "auto_reset": False,
-        # a lost sample (Fast DDS recycles shared-memory buffers of large images) would otherwise only be
-        # repaired at the next reliability heartbeat, seconds later; a repeat of the same observation
-        # (same stamp, same data) after a short silence keeps the loop going and the result unchanged
-        "idle_republish_s": REPUBLISH_S,
+        # no keep-alive repeats: the client matches endpoints before its first reset and retries a reset
+        # whose observation did not arrive; repeats would only add load to a stalled transport
+        "idle_republish_s": 0.0,
         "autostart": True,
         **params,
     }

@@ -155,6 +155,7 @@ class RosSimTransport:
         self.node.create_subscription(EpisodeInfo, "sim/episode_info", self._store(self._infos), QOS_STATE)
         self.node.create_subscription(JointState, "joint_states", self._store(self._joints), QOS_STATE)
         for cam in self.cameras:
+            # reliable: lockstep needs every image (a best-effort reader loses large fragmented ones)
             self.node.create_subscription(
                 Image, f"cameras/{cam}/image_raw", self._store(self._images[cam]), QOS_IMAGE
             )
