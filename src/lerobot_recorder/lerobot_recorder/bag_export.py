@@ -18,7 +18,7 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -27,6 +27,7 @@ from rosbags.rosbag2 import StoragePlugin, Writer
 
 from . import bag_io
 from .contract import IMAGE, IMAGE_PREFIX, JOINT_STATE, Contract, ContractError
+from .dataset.video import iter_frames
 
 __all__ = ["ExportError", "export_episode", "main"]
 
@@ -123,25 +124,6 @@ def contract_scale(contract: Contract, feature: str, names: list[str]) -> tuple[
     return scale, offset
 
 
-def iter_video_frames(path: Path, from_s: float, to_s: float, fps: int) -> Iterator[np.ndarray]:
-    """Frames of one episode from a (multi-episode) mp4, one at a time, RGB uint8."""
-    import av
-
-    half = 0.5 / fps
-    with av.open(str(path)) as container:
-        stream = container.streams.video[0]
-        stream.thread_type = "AUTO"
-        if from_s > 0:
-            container.seek(int(max(0.0, from_s - half) / stream.time_base), stream=stream, backward=True)
-        for frame in container.decode(stream):
-            t = float(frame.pts * stream.time_base)
-            if t < from_s - half:
-                continue
-            if t >= to_s - half:
-                break
-            yield frame.to_ndarray(format="rgb24")
-
-
 def export_episode(
     dataset: str | os.PathLike,
     episode: int,
@@ -178,7 +160,7 @@ def export_episode(
         path = Path(dataset) / dsfmt.video_path(
             key, meta[f"videos/{key}/chunk_index"], meta[f"videos/{key}/file_index"]
         )
-        frames = iter_video_frames(
+        frames = iter_frames(
             path, float(meta[f"videos/{key}/from_timestamp"]), float(meta[f"videos/{key}/to_timestamp"]), fps
         )
         cameras[key] = (topic, frames)

@@ -7,6 +7,7 @@ import os
 import queue
 import threading
 import time
+from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
 
@@ -272,10 +273,9 @@ def concat_mp4(first: Path, second: Path, out: Path, fps: int) -> None:
             offset_frames += n
 
 
-def decode_range(path: Path, from_s: float, to_s: float, fps: int) -> np.ndarray:
-    """Decode the frames whose timestamps lie in [from_s, to_s) as an (N, H, W, 3) uint8 array."""
+def iter_frames(path: Path, from_s: float, to_s: float, fps: int) -> Iterator[np.ndarray]:
+    """The frames whose timestamps lie in [from_s, to_s), one at a time, as HxWx3 uint8 (RGB)."""
     half = 0.5 / fps
-    frames = []
     with av.open(str(path)) as container:
         stream = container.streams.video[0]
         stream.thread_type = "AUTO"
@@ -287,7 +287,12 @@ def decode_range(path: Path, from_s: float, to_s: float, fps: int) -> np.ndarray
                 continue
             if t >= to_s - half:
                 break
-            frames.append(frame.to_ndarray(format="rgb24"))
+            yield frame.to_ndarray(format="rgb24")
+
+
+def decode_range(path: Path, from_s: float, to_s: float, fps: int) -> np.ndarray:
+    """Decode the frames whose timestamps lie in [from_s, to_s) as an (N, H, W, 3) uint8 array."""
+    frames = list(iter_frames(path, from_s, to_s, fps))
     if not frames:
         raise DatasetError(f"{path}: no frames between {from_s:.4f}s and {to_s:.4f}s")
     return np.stack(frames)
