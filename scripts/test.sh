@@ -14,7 +14,7 @@ ruff check .
 ruff format --check .
 echo "== pytest"
 set +e
-python -m pytest -p lerobot_bringup.testing.pytest_plugin "$@"
+python -m pytest "$@"  # the lerobot_bringup pytest11 plugin loads itself (ROS_DOMAIN_ID per process)
 code=$?
 set -e
 if [ "$code" = 5 ]; then echo "scripts/test.sh: pytest collected no tests" >&2; exit 1; fi
