@@ -151,16 +151,18 @@ def test_command_relay_turns_robot_commands_into_bounded_per_joint_targets(ros_n
         assert outs["gripper"].messages[-1].data == pytest.approx(0.5)  # holds the measured position
         assert wait_until(lambda: fwd.get_subscription_count() > 0, 10)
         fwd.publish(Float64MultiArray(data=[3.0, 0.0, 0.0, 0.0, 0.0, 0.5]))
-        time.sleep(1.0)
+        limit = JOINT_LIMITS["shoulder_pan"][1]
+        # the target ramps at the bounded rate; how many cycles that takes depends on the machine's load
+        wait_until(lambda: any(m.data >= limit - 1e-6 for m in list(outs["shoulder_pan"].messages)), 20)
+        time.sleep(0.2)
         pan = [m.data for m in outs["shoulder_pan"].messages]
-        assert max(pan) == pytest.approx(JOINT_LIMITS["shoulder_pan"][1], abs=1e-6)  # clamped to the limit
+        assert max(pan) == pytest.approx(limit, abs=1e-6)  # clamped to the limit, never beyond
         steps = np.diff(pan)
         assert steps.max() <= 4.7 / 50.0 + 1e-9  # bounded change per cycle
         n = len(outs["shoulder_pan"].messages)
         fwd.publish(Float64MultiArray(data=[math.nan] * 6))
-        time.sleep(0.3)
-        assert outs["shoulder_pan"].messages[-1].data == pytest.approx(pan[-1])
-        assert len(outs["shoulder_pan"].messages) > n  # still holding, still publishing
+        assert wait_until(lambda: len(outs["shoulder_pan"].messages) > n + 5, 10)  # still publishing
+        assert all(m.data == pytest.approx(pan[-1]) for m in outs["shoulder_pan"].messages[n:])  # holding
 
 
 @pytest.mark.skipif(
