@@ -83,8 +83,16 @@ def test_emulated_leader_drives_emulated_follower(ros_node, tmp_path):
             }
             moved = max(abs(m.position[2]) for m in lead_js.messages[-150:])
             assert moved > 0.2  # the "hand" really moves the leader (300 ticks ~ 0.46 rad)
-            last_lead = lead_js.messages[-1].position
-            err = max(abs(a - b) for a, b in zip(fol_js.messages[-1].position, last_lead, strict=False))
+
+            # the follower reproduces the leader's pose of a short while ago (bus cycles, teleop tick,
+            # first-order servo response; longer on a loaded machine): best match within 0.6 s back
+            def stamp(m):
+                return m.header.stamp.sec + m.header.stamp.nanosec * 1e-9
+
+            fol = fol_js.messages[-1]
+            recent = [m for m in lead_js.messages if stamp(fol) - 0.6 <= stamp(m) <= stamp(fol) + 0.05]
+            assert recent, "no leader sample in the 0.6 s before the follower's last sample"
+            err = min(max(abs(a - b) for a, b in zip(fol.position, m.position, strict=False)) for m in recent)
             assert err < 0.25, (err, teleop.output())
             assert lead  # stamps present
             assert cmds.messages[-1].name == list(get_robot_spec("so101_follower").joint_names)
