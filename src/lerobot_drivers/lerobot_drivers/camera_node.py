@@ -15,12 +15,12 @@ import rclpy
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
-from rclpy.executors import ExternalShutdownException
 from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 
 from lerobot_drivers.cameras import CameraError, CaptureThread, Frame, make_source, pinhole_k
+from lerobot_drivers.spin import spin_until_shutdown
 from lerobot_recorder.image_conversion import encode_compressed, fill_image_msg
 
 
@@ -238,15 +238,7 @@ class CameraNode(LifecycleNode):
 def main(args=None) -> int:
     rclpy.init(args=args)
     node = CameraNode()
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node._stop_capture()
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return spin_until_shutdown(node, node._stop_capture)
 
 
 if __name__ == "__main__":

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
 from lerobot_drivers.kinematics import UrdfError, parse_urdf, quaternion_xyzw
+from lerobot_drivers.spin import spin_until_shutdown
 
 try:  # guarded: tf2_msgs is not on PyPI (see docs/drivers.md)
     from geometry_msgs.msg import TransformStamped
@@ -131,14 +131,7 @@ def main(args=None) -> int:
         print(f"joint_state_tf: {exc}", flush=True)
         rclpy.try_shutdown()
         return 2
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return spin_until_shutdown(node)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ from typing import Optional
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
-from rclpy.executors import ExternalShutdownException
 from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -35,6 +34,7 @@ from lerobot_drivers.calibration import (
     load_calibration,
 )
 from lerobot_drivers.robots import get_robot_spec
+from lerobot_drivers.spin import spin_until_shutdown
 
 SAFE_STATES = ("hold", "torque_off")
 
@@ -608,15 +608,7 @@ class MotorBusNode(LifecycleNode):
 def main(args=None) -> int:
     rclpy.init(args=args)
     node = MotorBusNode()
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.shutdown_safely()
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return spin_until_shutdown(node, node.shutdown_safely)
 
 
 if __name__ == "__main__":

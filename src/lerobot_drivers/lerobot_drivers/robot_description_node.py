@@ -11,12 +11,12 @@ from dataclasses import dataclass
 
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
 from lerobot_drivers.kinematics import UrdfError, parse_urdf
+from lerobot_drivers.spin import spin_until_shutdown
 
 # transient local depth 1: the description is state, delivered to late joiners
 DESCRIPTION_QOS = QoSProfile(
@@ -62,14 +62,7 @@ def main(args=None) -> int:
         print(f"robot_description_publisher: {exc}", flush=True)
         rclpy.try_shutdown()
         return 2
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return spin_until_shutdown(node)
 
 
 if __name__ == "__main__":

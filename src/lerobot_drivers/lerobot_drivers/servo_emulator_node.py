@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 import rclpy
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 
 from lerobot_drivers.servo_emulator import emulator_for_robot
+from lerobot_drivers.spin import spin_until_shutdown
 
 
 @dataclass(frozen=True)
@@ -82,14 +82,7 @@ class ServoEmulatorNode(Node):
 def main(args=None) -> int:
     rclpy.init(args=args)
     node = ServoEmulatorNode()
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return spin_until_shutdown(node)
 
 
 if __name__ == "__main__":

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 
 import rclpy
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
-from rclpy.executors import ExternalShutdownException
 from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
 from lerobot_drivers.robots import get_robot_spec
+from lerobot_drivers.spin import spin_until_shutdown
 from lerobot_drivers.teleop import TeleopMapper, parse_joint_map
 
 
@@ -158,14 +158,7 @@ class TeleopNode(LifecycleNode):
 def main(args=None) -> int:
     rclpy.init(args=args)
     node = TeleopNode()
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return spin_until_shutdown(node)
 
 
 if __name__ == "__main__":
