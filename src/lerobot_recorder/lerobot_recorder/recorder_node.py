@@ -28,7 +28,9 @@ import rclpy
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.exceptions import InvalidHandle
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy_impl
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.qos import (
     DurabilityPolicy,
@@ -431,12 +433,12 @@ class RecorderNode(LifecycleNode):
                 cmd = "discard" if g.discard_on_cancel and snap.state == State.RECORDING else "stop"
                 try:
                     await self._wait(rec.request(cmd))
-                except Exception:  # the episode may have ended by itself meanwhile
+                except RecorderError:  # the episode may have ended by itself meanwhile
                     pass
                 if outcome_fut.done() and rec.snapshot().state == State.RESETTING:
                     try:
                         await self._wait(rec.request("stop"))  # also end the reset period
-                    except Exception:
+                    except RecorderError:  # the reset period ended by itself meanwhile
                         pass
             fb = RecordEpisode.Feedback()
             fb.state = int(snap.state)
@@ -528,7 +530,10 @@ class RecorderNode(LifecycleNode):
             msg.streams = [_stream_msg(h) for h in snap.streams]
         try:
             self._status_pub.publish(msg)
-        except Exception:
+        except (
+            _rclpy_impl.RCLError,
+            InvalidHandle,
+        ):  # shutting down: the context or publisher is already gone
             pass
 
     @property
