@@ -180,15 +180,19 @@ def main() -> int:
         # reliable 900 kB publish that waits for the reader must not stall the joint stream
         base = [sys.executable, str(SOURCES), "--width", "640", "--height", "480", "--fps", "30"]
         cam_args = ["--cameras", "front,wrist,side", "--joint-topics", "", "--image-qos", args.image_qos]
+        cam_log = work / f"camera_source_{mode}.log"
         srcs = [
             subprocess.Popen(
                 base + extra,
                 env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-            for extra in (cam_args + ["--camera-threads"], ["--cameras", "", "--joint-rate", "100"])
+            for extra, out in (
+                (cam_args + ["--camera-threads"], open(cam_log, "wb")),
+                (["--cameras", "", "--joint-rate", "100"], subprocess.DEVNULL),
+            )
         ]
         try:
             time.sleep(2.0)
@@ -205,6 +209,8 @@ def main() -> int:
                     src.wait(10)
                 except subprocess.TimeoutExpired:
                     os.killpg(src.pid, signal.SIGKILL)
+            summary = [ln for ln in cam_log.read_text(errors="replace").splitlines() if "cameras front" in ln]
+            results[-1]["source_summary"] = summary[-1].split("cameras ", 1)[1] if summary else "n/a"
     src_cpu = sum(src_cpu) / max(len(src_cpu), 1)
     print(f"source processes CPU: {src_cpu:.0f}% of one core (mean over the runs)")
     print(f"{'mode':8} {'frames':>9} {'dropped':>8} {'bp-drops':>8} {'CPU %':>7} {'MB':>8}  latency")
@@ -213,6 +219,8 @@ def main() -> int:
             f"{r['mode']:8} {r['frames']:>4}/{r['expected']:<4} {r['dropped_ticks']:>8} {r['backpressure_drops']:>8} "
             f"{r['cpu_percent']:>7.0f} {r['bytes'] / 1e6:>8.1f}  {r['latency']}"
         )
+    for r in results:  # the publisher's side: were frames captured on time and sent without blocking?
+        print(f"camera source during {r['mode']}: {r.get('source_summary', 'n/a')}")
     by = {r["mode"]: r for r in results}
     if "dataset" in by and "raw" in by and by["raw"]["cpu_percent"] > 0:
         d, raw = by["dataset"], by["raw"]

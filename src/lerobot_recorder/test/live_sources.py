@@ -52,6 +52,9 @@ class Sources(Node):
         self.seq = 0
         self.jseq = 0
         self.t0 = time.monotonic()
+        # per camera: capture stamps (ns) and publish() durations (s), for the exit summary
+        self.stamps: dict[str, list[int]] = {c: [] for c in self.cams}
+        self.publish_s: dict[str, list[float]] = {c: [] for c in self.cams}
 
     def publish_images(self) -> None:
         """All cameras at once (one capture instant, like a synchronized rig)."""
@@ -65,10 +68,28 @@ class Sources(Node):
         img = np.roll(self.base, (seq * 3 + i * 17) % self.base.shape[1], axis=1)
         img[:8, :8] = seq % 256
         msg = Image()
-        msg.header.stamp = self.get_clock().now().to_msg()
+        now = self.get_clock().now()
+        msg.header.stamp = now.to_msg()
         msg.header.frame_id = f"{cam}_optical"
         fill_image_msg(msg, img, "rgb8")
+        t0 = time.perf_counter()
         self.img_pubs[cam].publish(msg)
+        self.publish_s[cam].append(time.perf_counter() - t0)
+        self.stamps[cam].append(now.nanoseconds)
+
+    def camera_summary(self) -> str:
+        """Per camera: largest capture-stamp gap, gaps over 1.5 periods, publish() p99 / max."""
+        period = 1.0 / self.args.fps
+        parts = []
+        for cam in self.cams:
+            gaps = np.diff(np.asarray(self.stamps[cam], dtype=np.int64)) / 1e9
+            pub = np.asarray(self.publish_s[cam] or [0.0])
+            parts.append(
+                f"{cam}: {len(self.stamps[cam])} frames, max stamp gap {gaps.max() * 1e3 if gaps.size else 0:.1f} ms, "
+                f"{int((gaps > 1.5 * period).sum())} gaps > 1.5 periods, publish() p99 "
+                f"{np.percentile(pub, 99) * 1e3:.1f} ms max {pub.max() * 1e3:.1f} ms"
+            )
+        return "; ".join(parts)
 
     def publish_joints(self) -> None:
         stamp = self.get_clock().now().to_msg()
@@ -157,6 +178,8 @@ def main(argv=None) -> int:
         for t in threads:
             t.join(timeout=2)
         print(f"live_sources: published {node.seq} image sets, {node.jseq} joint sets", flush=True)
+        if node.cams:
+            print(f"live_sources: cameras {node.camera_summary()}", flush=True)
         node.destroy_node()
         rclpy.try_shutdown()
     return 0

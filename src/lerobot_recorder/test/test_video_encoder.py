@@ -70,11 +70,44 @@ def test_encoder_thread_runs_nicer_and_encodes(tmp_path):
         queue_size=4,
         nice=5,
     )
+    before = set(os.listdir("/proc/self/task"))
     img = _smooth_scene(96, 128)
     for _ in range(6):
         enc.put(img, block=True)
     assert enc.native_id is not None and enc.native_id != threading.get_native_id()
     assert os.getpriority(os.PRIO_PROCESS, enc.native_id) == min(base + 5, 19)
     assert os.getpriority(os.PRIO_PROCESS, 0) == base  # the caller's thread is untouched
+    # SVT-AV1's workers (started by the encoder thread) inherit the nice value and, even where this
+    # process may use real-time scheduling (root here), do not get SCHED_FIFO 99
+    workers = [int(t) for t in set(os.listdir("/proc/self/task")) - before]
+    assert len(workers) > 2
+    for tid in workers:
+        try:
+            assert os.sched_getscheduler(tid) == os.SCHED_OTHER, f"codec thread {tid} is real-time"
+            assert os.getpriority(os.PRIO_PROCESS, tid) == min(base + 5, 19)
+        except ProcessLookupError:
+            pass  # a short-lived thread already gone
     enc.finish()
     assert count_frames(tmp_path / "front.mp4") == 6
+
+
+def test_forbid_realtime_priority_is_per_thread():
+    import os
+
+    from lerobot_recorder.dataset.video import forbid_realtime_priority
+
+    result = {}
+
+    def restricted():
+        result["dropped"] = forbid_realtime_priority()
+        try:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+            result["fifo"] = True
+        except PermissionError:
+            result["fifo"] = False
+
+    t = threading.Thread(target=restricted)
+    t.start()
+    t.join()
+    assert result["dropped"] is True
+    assert result["fifo"] is False  # the capability is gone for this thread, root or not

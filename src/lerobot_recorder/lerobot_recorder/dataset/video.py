@@ -36,6 +36,45 @@ _SENTINEL = None
 # latency-sensitive. Raising one's own nice value needs no privilege (Linux: per thread).
 ENCODER_NICE = 10
 
+_CAP_SYS_NICE = 23
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+
+
+def forbid_realtime_priority() -> bool:
+    """Drop CAP_SYS_NICE from the calling thread's effective capabilities (Linux; per thread).
+
+    SVT-AV1 puts every worker thread it starts on SCHED_FIFO priority 99 when it may (root or
+    CAP_SYS_NICE): ~70 real-time threads per encoder that starve camera drivers, DDS and the
+    recorder's own executor on a small machine. Threads inherit their creator's capabilities, so
+    calling this on the encoder thread before the codec opens keeps the codec's workers on normal
+    (niced) scheduling; the rest of the process keeps its privileges. False when not possible
+    (not Linux, no capget): nothing changes then, and without privilege the codec's request fails
+    anyway.
+    """
+    import ctypes
+    import ctypes.util
+
+    class _Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class _Data(ctypes.Structure):
+        _fields_ = [
+            ("effective", ctypes.c_uint32),
+            ("permitted", ctypes.c_uint32),
+            ("inheritable", ctypes.c_uint32),
+        ]
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        header, data = _Header(_LINUX_CAPABILITY_VERSION_3, 0), (_Data * 2)()
+        if libc.capget(ctypes.byref(header), data) != 0:
+            return False
+        data[0].effective &= ~(1 << _CAP_SYS_NICE)
+        return libc.capset(ctypes.byref(header), data) == 0
+    except (OSError, AttributeError):
+        return False
+
+
 # RGB -> limited-range BT.601 chroma (the matrix libswscale uses for rgb24 -> yuv420p), as rows for
 # cv2.transform: [r, g, b, offset] / 255 per output channel.
 _BT601_UV = (
@@ -211,6 +250,7 @@ class CameraEncoder:
                 )
             except OSError as exc:  # not fatal: encoding just competes at normal priority
                 _LOG.debug("could not lower encoder thread priority: %s", exc)
+        forbid_realtime_priority()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             container = av.open(str(self.path), mode="w")
