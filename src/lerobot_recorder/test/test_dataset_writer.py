@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from lerobot_recorder.dataset import DatasetError, DatasetReader, DatasetWriter
-from lerobot_recorder.dataset import stats as stats_mod
+from lerobot_recorder.dataset import video as video_mod
 from lerobot_recorder.dataset.video import count_frames, wait_until
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "lerobot_v30_small"
@@ -407,18 +407,18 @@ def test_mp4_frame_count_mismatch_fails_the_save(tmp_path):
 
 
 class _Gate:
-    """Holds every encoder thread inside its per-frame stats update until opened."""
+    """Holds every encoder thread before it encodes a frame, until opened."""
 
     def __init__(self, monkeypatch):
         self.open = threading.Event()
-        original = stats_mod.ImageStatsAccumulator.update
+        original = video_mod.CameraEncoder._encode_one
         gate = self
 
-        def held(acc, rgb):
+        def held(enc, container, stream, item):
             gate.open.wait(timeout=30)
-            original(acc, rgb)
+            original(enc, container, stream, item)
 
-        monkeypatch.setattr(stats_mod.ImageStatsAccumulator, "update", held)
+        monkeypatch.setattr(video_mod.CameraEncoder, "_encode_one", held)
 
 
 def test_backpressure_error_mode_never_drops_silently(tmp_path, monkeypatch):
