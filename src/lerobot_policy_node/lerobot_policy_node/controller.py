@@ -7,6 +7,14 @@ Two threads:
   or a stale observation it holds the last command and says why.
 - the inference thread takes an observation when the scheduler asks for a chunk, runs the policy
   and submits the chunk; the actions that fell due during inference are skipped.
+
+Policies that look at several past observations (`config.n_obs_steps` > 1, e.g. diffusion) get
+them from a history the control thread keeps: the raw sample it already takes every tick to check
+freshness is kept once per policy action (every `interpolation_multiplier` ticks, i.e. at the
+dataset's fps, the spacing the policy was trained with), the last `n_obs_steps` of them. The
+inference thread converts and stacks that history into (1, n_obs_steps, ...) inputs; after a reset
+or a stale tick the history restarts and its first observation fills it, as LeRobot's queues do.
+Policies with one observation step keep taking a fresh sample at inference time.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ import os
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -41,6 +50,15 @@ class ControllerStats:
     message: str = "starting"
     last_tick_ns: int = 0
     periods_s: list[float] = field(default_factory=list)  # measured tick periods (kept if record_periods)
+
+
+@dataclass(frozen=True)
+class _Frame:
+    """One raw observation kept for the history (joint vector, RGB images) and its sample times."""
+
+    seq: int
+    values: dict
+    stamps: dict[str, int]
 
 
 @dataclass(frozen=True)
@@ -92,6 +110,13 @@ class PolicyController:
         self._wake = threading.Event()
         self._threads: list[threading.Thread] = []
         self._stale_reason = ""
+        config = getattr(policy, "config", None)
+        self.n_obs_steps = max(1, int(getattr(config, "n_obs_steps", 1) or 1))
+        self._history: deque[_Frame] = deque(maxlen=self.n_obs_steps)
+        self._history_lock = threading.Lock()
+        self._frame_seq = 0
+        self._history_ticks = 0
+        self._converted: dict[int, dict] = {}  # frame seq -> policy batch, reused while in the history
 
     @property
     def period_s(self) -> float:
@@ -108,6 +133,7 @@ class PolicyController:
         self.scheduler.reset()
         self.safety.reset(self.obs.latest_joints())
         self.policy.reset()
+        self._reset_history()
         self.stats = ControllerStats()
         # the model thread holds the GIL between torch ops: a short switch interval lets the
         # control thread in within ~0.5 ms instead of the default 5 ms
@@ -139,20 +165,64 @@ class PolicyController:
         if changed and self.on_state_change is not None:
             self.on_state_change(state, message)
 
-    def _fresh_enough(self, now: int) -> str:
-        """'' when the latest observation streams are young enough, else the reason to hold."""
+    def _sample(self, now: int) -> tuple[str, tuple[dict, dict[str, int]] | None]:
+        """The observation at `now` and '', or None and the reason to hold (a stream too old)."""
         try:
-            self.obs.sample(now)
+            return "", self.obs.sample(now)
         except StaleObservationError as exc:
-            return f"stale observation ({exc})"
-        return ""
+            return f"stale observation ({exc})", None
+
+    # ------------------------------------------------------------------ observation history
+    def _reset_history(self) -> None:
+        with self._history_lock:
+            self._history.clear()
+            self._history_ticks = 0
+        self._converted = {}
+
+    def _record(self, sample: tuple[dict, dict[str, int]] | None) -> None:
+        """Control thread: keep one observation per policy action for policies with n_obs_steps > 1."""
+        if self.n_obs_steps == 1:
+            return
+        with self._history_lock:
+            if sample is None:  # a gap: the history restarts from the next fresh observation
+                self._history.clear()
+                self._history_ticks = 0
+                return
+            tick = self._history_ticks
+            self._history_ticks += 1
+            if tick % self.scheduler.cfg.interpolation_multiplier:
+                return
+            self._frame_seq += 1
+            self._history.append(_Frame(self._frame_seq, sample[0], sample[1]))
+
+    def history_frames(self) -> list[_Frame]:
+        """The last n_obs_steps observations, oldest first, the first repeated to fill; [] when none yet."""
+        with self._history_lock:
+            frames = list(self._history)
+        if not frames:
+            return []
+        return [frames[0]] * (self.n_obs_steps - len(frames)) + frames
+
+    def history_batch(self, frames: list[_Frame]) -> dict:
+        """(1, n_obs_steps, ...) policy inputs from history frames (conversions cached per frame)."""
+        converted = {}
+        for f in frames:
+            if f.seq not in converted:
+                converted[f.seq] = self._converted.get(f.seq) or self.obs.to_policy_batch(f.values)
+        self._converted = converted
+        per_step = [converted[f.seq] for f in frames]
+        batch = {k: np.stack([step[k][0] for step in per_step])[None] for k in per_step[0]}
+        if self.task is not None:
+            batch["task"] = [self.task]
+        return batch
 
     def control_step(self) -> None:
         """One control tick (public so tests and benchmarks can drive it without the thread)."""
         now = self.now_ns()
         if self.safety.last is None:  # anchor holds and step bounds at the measured position
             self.safety.reset(self.obs.latest_joints())
-        reason = self._fresh_enough(now)
+        reason, sample = self._sample(now)
+        self._record(sample)
         action = None
         if not reason:
             action = self.scheduler.tick()
@@ -223,16 +293,28 @@ class PolicyController:
                 self._wake.wait(0.05)
                 self._wake.clear()
                 continue
-            try:
-                values, stamps = self.obs.sample(self.now_ns())
-            except StaleObservationError:
-                self._wake.wait(0.02)
-                self._wake.clear()
-                continue
+            frames: list[_Frame] = []
+            if self.n_obs_steps > 1:
+                frames = self.history_frames()
+                if not frames:
+                    self._wake.wait(0.02)
+                    self._wake.clear()
+                    continue
+                stamps = frames[-1].stamps
+            else:
+                try:
+                    values, stamps = self.obs.sample(self.now_ns())
+                except StaleObservationError:
+                    self._wake.wait(0.02)
+                    self._wake.clear()
+                    continue
             ticket = self.scheduler.begin_inference()
             t0 = time.perf_counter()
             try:
-                batch = self.obs.to_policy_batch(values, task=self.task)
+                if frames:
+                    batch = self.history_batch(frames)
+                else:
+                    batch = self.obs.to_policy_batch(values, task=self.task)
                 chunk = self.policy.predict_action_chunk(batch)[0]
             except Exception as exc:
                 self.scheduler.cancel_inference()

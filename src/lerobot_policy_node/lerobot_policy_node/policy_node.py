@@ -302,7 +302,8 @@ class PolicyNode(LifecycleNode):
         self._action_names = action_names
         self.get_logger().info(
             f"loaded {pc.type} from {path}: chunk {pc.chunk_size}, {sched.n_action_steps} steps used, queue "
-            f"{sched.mode}, control {sched.control_rate_hz:g} Hz, images {dict(pc.image_features)}"
+            f"{sched.mode}, control {sched.control_rate_hz:g} Hz, images {dict(pc.image_features)}, "
+            f"n_obs_steps {pc.n_obs_steps}"
         )
         return ""
 

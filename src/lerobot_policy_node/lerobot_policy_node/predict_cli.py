@@ -5,6 +5,12 @@
 IN.npz keys are LeRobot feature names with a leading batch dimension (images float32 Bx3xHxW in
 [0, 1], state float32 BxD). OUT.npz holds `action_chunk`, float32 (B, chunk_size, action_dim),
 unnormalized (what LeRobot's postprocessor returns).
+
+Policies with an observation history (diffusion, `n_obs_steps` > 1) take either one observation
+per feature, (B, ...), which is repeated to fill the history exactly as LeRobot's policy does on the
+first step of an episode, or the whole history, (B, n_obs_steps, ...), oldest first. `--seed` seeds
+torch before the call (diffusion samples noise; LeRobot draws it from torch's global generator
+in the same order, so the same seed gives the same chunk).
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", required=True, type=Path, help="output .npz (key action_chunk)")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--backend", default="auto", choices=("auto", "native", "lerobot"))
+    parser.add_argument("--seed", type=int, default=None, help="torch.manual_seed before inference")
     args = parser.parse_args(argv)
     try:
         obs = _read_observations(args.observations)
@@ -48,6 +55,10 @@ def main(argv: list[str] | None = None) -> int:
                     f"{str(args.observations)!r}: image {key!r} must be float in [0, 1], "
                     f"got range [{arr.min():.3g}, {arr.max():.3g}]"
                 )
+        if args.seed is not None:
+            import torch
+
+            torch.manual_seed(args.seed)
         t0 = time.perf_counter()
         chunk = policy.predict_action_chunk(obs)
         dt = time.perf_counter() - t0

@@ -16,3 +16,57 @@ def act_reference():
 @pytest.fixture(scope="session")
 def act_observations(act_reference):
     return {k[len("obs.") :]: v for k, v in act_reference.items() if k.startswith("obs.")}
+
+
+DIFFUSION_DIR = FIXTURES / "diffusion_small"
+DIFFUSION_SMALL = DIFFUSION_DIR / "pretrained_model"
+
+
+def load_reference(path) -> dict:
+    with np.load(path) as data:
+        return {k: data[k] for k in data.files}
+
+
+def observation_step(reference: dict, i: int) -> dict:
+    """Step i of a diffusion reference: images are stored as uint8, the policy input is uint8 / 255."""
+    prefix = f"obs.{i}."
+    out = {}
+    for key, value in reference.items():
+        if key.startswith(prefix):
+            out[key[len(prefix) :]] = (
+                value.astype(np.float32) / np.float32(255.0) if value.dtype == np.uint8 else value
+            )
+    return out
+
+
+def build_diffusion_variant(name: str, dst):
+    """Rebuild a variant checkpoint: its files + model.safetensors from its delta and the base weights."""
+    import json
+    import shutil
+
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+
+    src = DIFFUSION_DIR / "variants" / name
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("model_delta.safetensors", "reference.npz"))
+    delta_path = src / "model_delta.safetensors"
+    delta = load_file(delta_path)
+    with safe_open(str(delta_path), "pt") as f:
+        keys = json.loads(f.metadata()["keys"])
+    base = load_file(DIFFUSION_SMALL / "model.safetensors")
+
+    def base_name(key):
+        parts = key.split(".")
+        if parts[:2] == ["diffusion", "rgb_encoder"] and parts[2].isdigit():
+            del parts[2]
+        return ".".join(parts)
+
+    save_file(
+        {k: delta[k] if k in delta else base[base_name(k)].clone() for k in keys}, dst / "model.safetensors"
+    )
+    return dst, load_reference(src / "reference.npz")
+
+
+@pytest.fixture(scope="session")
+def diffusion_reference():
+    return load_reference(DIFFUSION_DIR / "reference.npz")

@@ -1,14 +1,15 @@
 """`load_policy(path)`: a LeRobot checkpoint directory -> an object that predicts action chunks.
 
-ACT runs natively (plain torch, no lerobot, no torchvision). Other policy types run through
-lerobot's own classes when lerobot is importable; otherwise loading fails with an error naming
-the type.
+ACT and Diffusion Policy run natively (plain torch, no lerobot, no torchvision, no diffusers).
+Other policy types run through lerobot's own classes when lerobot is importable; otherwise loading
+fails with an error naming the type.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,7 @@ from .checkpoint import (
     PREPROCESSOR_NAME,
     WEIGHTS_NAME,
     Feature,
+    Pipeline,
     parse_features,
     read_json,
     read_pipeline,
@@ -31,7 +33,7 @@ from .checkpoint import (
 )
 from .errors import ObservationError, PolicyLoadError, UnsupportedPolicyError
 
-NATIVE_TYPES = ("act",)
+NATIVE_TYPES = ("act", "diffusion")
 ACTION = "action"
 
 
@@ -100,6 +102,10 @@ def read_policy_config(path: str | Path) -> tuple[Path, PolicyConfig]:
     if ACTION not in outputs:
         raise PolicyLoadError(f"policy config {str(cfg_path)!r} has no 'action' output feature")
     chunk = cfg.get("chunk_size", cfg.get("horizon", cfg.get("action_chunk_size", 1)))
+    if ptype == "diffusion":
+        # LeRobot's DiffusionPolicy.predict_action_chunk returns the n_action_steps actions from the
+        # current observation on, not the whole horizon
+        chunk = cfg.get("n_action_steps", 8)
     state_names, action_names = _dataset_names(ckpt)
     coeff = cfg.get("temporal_ensemble_coeff")
     return ckpt, PolicyConfig(
@@ -118,18 +124,35 @@ def read_policy_config(path: str | Path) -> tuple[Path, PolicyConfig]:
 
 
 class _PolicyBase:
+    """Input validation and the observation history shared by the native policies.
+
+    A policy keeps the last `n_obs_steps` normalized observations (`observe`), filling the history
+    with copies of the first observation after `reset()`, as LeRobot's policy queues do. Inputs to
+    `observe` / `predict_action_chunk` are numpy arrays or tensors per feature name:
+    `(B, *shape)` or unbatched `shape` for one observation, or `(B, n_obs_steps, *shape)` for a
+    whole history (oldest first).
+    """
+
     config: PolicyConfig
     device: torch.device
+    pre: Pipeline
 
-    def _to_tensors(self, batch: Mapping[str, Any], rename_map: Mapping[str, str]) -> dict[str, torch.Tensor]:
-        """Validate and convert an observation batch (numpy or torch) to float32 tensors on the device."""
+    def _init_history(self) -> None:
+        self._history: deque[dict[str, torch.Tensor]] = deque(maxlen=max(1, self.config.n_obs_steps))
+
+    def _convert(
+        self, batch: Mapping[str, Any], rename_map: Mapping[str, str]
+    ) -> tuple[dict[str, torch.Tensor], bool]:
+        """Validate and convert to float32 tensors on the device; True when the batch holds histories."""
         if not isinstance(batch, Mapping):
             raise ObservationError(
                 f"observations must be a mapping of feature name -> array, got {type(batch)}"
             )
         renamed = {rename_map.get(k, k): v for k, v in batch.items()}
+        n_obs = max(1, self.config.n_obs_steps)
         out: dict[str, torch.Tensor] = {}
         bsz = None
+        history: dict[str, bool] = {}
         for name, feat in self.config.input_features.items():
             if name not in renamed:
                 raise ObservationError(
@@ -140,10 +163,15 @@ class _PolicyBase:
             t = torch.as_tensor(np.asarray(value) if not isinstance(value, torch.Tensor) else value)
             if t.ndim == len(feat.shape):  # unbatched, like LeRobot's to_batch step
                 t = t.unsqueeze(0)
-            if tuple(t.shape[1:]) != feat.shape:
+            dims = ", ".join(map(str, feat.shape))
+            is_hist = t.ndim == len(feat.shape) + 2
+            tail = tuple(t.shape[2:] if is_hist else t.shape[1:])
+            if tail != feat.shape or (is_hist and t.shape[1] != n_obs):
+                hint = f" or (B, {n_obs}, {dims}) for a history of n_obs_steps={n_obs}" if n_obs > 1 else ""
                 raise ObservationError(
-                    f"observation {name!r} has shape {tuple(t.shape)}, expected (B, {', '.join(map(str, feat.shape))})"
+                    f"observation {name!r} has shape {tuple(t.shape)}, expected (B, {dims}){hint}"
                 )
+            history[name] = is_hist
             if bsz is None:
                 bsz = t.shape[0]
             elif t.shape[0] != bsz:
@@ -152,10 +180,61 @@ class _PolicyBase:
             if not torch.isfinite(t).all():
                 raise ObservationError(f"observation {name!r} contains NaN or infinite values")
             out[name] = t
-        return out
+        if len(set(history.values())) > 1:
+            raise ObservationError(
+                "observations mix single steps and histories: "
+                f"{sorted(k for k, h in history.items() if h)} have an n_obs_steps axis, the others do not"
+            )
+        return out, any(history.values())
+
+    def _to_tensors(self, batch: Mapping[str, Any], rename_map: Mapping[str, str]) -> dict[str, torch.Tensor]:
+        obs, is_hist = self._convert(batch, rename_map)
+        return {k: v[:, -1] for k, v in obs.items()} if is_hist else obs
+
+    def _normalize(self, obs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        norm = self.pre.normalizer
+        return obs if norm is None else {k: norm.normalize(k, v) for k, v in obs.items()}
+
+    def observe(self, batch: Mapping[str, Any]) -> None:
+        """Add one observation (B, *shape) to the history, or replace it by a given (B, n_obs_steps, ...) one."""
+        obs, is_hist = self._convert(batch, self.pre.rename_map)
+        self._push(self._normalize(obs), is_hist)
+
+    def _push(self, obs: dict[str, torch.Tensor], is_hist: bool) -> None:
+        if is_hist:
+            steps = [{k: v[:, i] for k, v in obs.items()} for i in range(self._history.maxlen)]
+            self._history.clear()
+            self._history.extend(steps)
+            return
+        if self._history and self._history.maxlen > 1:
+            have = next(iter(self._history[0].values())).shape[0]
+            new = next(iter(obs.values())).shape[0]
+            if have != new:
+                raise ObservationError(
+                    f"observation batch size {new} differs from the history's {have}: call reset() first"
+                )
+        while len(self._history) < self._history.maxlen - 1:
+            self._history.append(obs)  # the first observation fills the history
+        self._history.append(obs)
+
+    def _stacked_history(self) -> dict[str, torch.Tensor]:
+        if not self._history:
+            raise ObservationError("no observation yet: pass observations or call observe(batch) first")
+        return {k: torch.stack([step[k] for step in self._history], dim=1) for k in self._history[0]}
+
+    def _observations(self, batch: Mapping[str, Any] | None) -> dict[str, torch.Tensor]:
+        """Normalized (B, n_obs_steps, ...) inputs: the given history, or the stored one after observing batch."""
+        if batch is not None:
+            obs, is_hist = self._convert(batch, self.pre.rename_map)
+            obs = self._normalize(obs)
+            if is_hist:
+                return obs
+            self._push(obs, is_hist=False)
+        return self._stacked_history()
 
     def reset(self) -> None:
-        """Clear per-episode state (the native ACT path is stateless between chunks)."""
+        """Clear per-episode state: the observation history."""
+        self._history.clear()
 
 
 class NativeACTPolicy(_PolicyBase):
@@ -164,6 +243,7 @@ class NativeACTPolicy(_PolicyBase):
 
         self.config = config
         self.device = torch.device(device)
+        self._init_history()
         self.pre = read_pipeline(ckpt, PREPROCESSOR_NAME, native=True)
         self.post = read_pipeline(ckpt, POSTPROCESSOR_NAME, native=True)
         try:
@@ -197,15 +277,73 @@ class NativeACTPolicy(_PolicyBase):
         self._channels_last = enabled
 
     @torch.inference_mode()
-    def predict_action_chunk(self, batch: Mapping[str, Any]) -> np.ndarray:
-        obs = self._to_tensors(batch, self.pre.rename_map)
-        norm = self.pre.normalizer
-        if norm is not None:
-            obs = {k: norm.normalize(k, v) for k, v in obs.items()}
+    def predict_action_chunk(self, batch: Mapping[str, Any] | None = None) -> np.ndarray:
+        """(B, chunk_size, action_dim) unnormalized; batch=None predicts from the last observe()."""
+        obs = {k: v[:, -1] for k, v in self._observations(batch).items()}
         if getattr(self, "_channels_last", False):
             for k in self.model.arch.image_keys:
                 obs[k] = obs[k].contiguous(memory_format=torch.channels_last)
         actions = self.model(obs)
+        if self.post.normalizer is not None:
+            actions = self.post.normalizer.unnormalize(ACTION, actions)
+        return actions.to("cpu", torch.float32).numpy()
+
+
+class NativeDiffusionPolicy(_PolicyBase):
+    """LeRobot's DiffusionPolicy in plain torch (`runtime.diffusion`), with LeRobot's observation history."""
+
+    def __init__(self, ckpt: Path, config: PolicyConfig, device: str = "cpu"):
+        from .diffusion import DiffusionArch, DiffusionModel
+
+        self.config = config
+        self.device = torch.device(device)
+        self._init_history()
+        self.pre = read_pipeline(ckpt, PREPROCESSOR_NAME, native=True)
+        self.post = read_pipeline(ckpt, POSTPROCESSOR_NAME, native=True)
+        try:
+            arch = DiffusionArch.from_config(config.raw, config.input_features, config.output_features)
+            model = DiffusionModel(arch)
+        except ValueError as exc:
+            raise PolicyLoadError(f"{str(ckpt / CONFIG_NAME)!r}: {exc}") from exc
+        weights_path = ckpt / WEIGHTS_NAME
+        state = read_safetensors(weights_path, "model weights")
+        missing = [k for k in model.expected_keys() if k not in state]
+        if missing:
+            raise PolicyLoadError(
+                f"model weights {str(weights_path)!r} lack {len(missing)} tensor(s) the diffusion config "
+                f"needs, e.g. {missing[:3]}"
+            )
+        try:
+            model.load_lerobot_state(state)
+        except ValueError as exc:
+            raise PolicyLoadError(f"model weights {str(weights_path)!r}: {exc}") from exc
+        self.model = model.to(self.device).eval()
+        for pipe in (self.pre, self.post):
+            if pipe.normalizer is not None:
+                pipe.normalizer.to(self.device)
+
+    @torch.inference_mode()
+    def predict_action_chunk(
+        self,
+        batch: Mapping[str, Any] | None = None,
+        *,
+        noise: Any = None,
+        generator: torch.Generator | None = None,
+    ) -> np.ndarray:
+        """(B, n_action_steps, action_dim) unnormalized.
+
+        batch: one observation (observed first, so a fresh policy repeats it n_obs_steps times), a
+        whole (B, n_obs_steps, ...) history (the stored one is left alone), or None (the stored history).
+        noise: optional initial sample (B, horizon, action_dim); DDPM still draws its per-step noise.
+        generator: torch.Generator for all draws (default: torch's global generator, as LeRobot).
+        """
+        obs = self._observations(batch)
+        if noise is not None:
+            noise = torch.as_tensor(np.asarray(noise) if not isinstance(noise, torch.Tensor) else noise)
+        try:
+            actions = self.model(obs, noise=noise, generator=generator)
+        except ValueError as exc:
+            raise ObservationError(str(exc)) from exc
         if self.post.normalizer is not None:
             actions = self.post.normalizer.unnormalize(ACTION, actions)
         return actions.to("cpu", torch.float32).numpy()
@@ -231,12 +369,40 @@ class LeRobotBackendPolicy(_PolicyBase):
 
     @torch.inference_mode()
     def predict_action_chunk(self, batch: Mapping[str, Any]) -> np.ndarray:
-        obs = self._to_tensors(batch, {})
-        for k, v in batch.items():
-            if k not in obs and isinstance(v, str | list):
-                obs[k] = v  # e.g. "task" for language-conditioned policies
-        actions = self.post(self.policy.predict_action_chunk(self.pre(obs)))
-        return actions.to("cpu", torch.float32).numpy()
+        obs, is_hist = self._convert(batch, {})
+        steps = (
+            [{k: v[:, i] for k, v in obs.items()} for i in range(obs[next(iter(obs))].shape[1])]
+            if is_hist
+            else [obs]
+        )
+        for step in steps:
+            for k, v in batch.items():
+                if k not in step and isinstance(v, str | list):
+                    step[k] = v  # e.g. "task" for language-conditioned policies
+        if self.config.type != "diffusion":
+            actions = self.policy.predict_action_chunk(self.pre(steps[-1]))
+        else:
+            # LeRobot's diffusion predicts from its observation queues, which select_action fills:
+            # normalize, stack the cameras into one key, push (the first observation fills the queue)
+            from lerobot.policies.utils import populate_queues
+
+            if is_hist:
+                self.policy.reset()
+            for step in steps:
+                pre = dict(self.pre(step))
+                pre.pop(ACTION, None)
+                cams = list(self.policy.config.image_features)
+                if cams:
+                    pre["observation.images"] = torch.stack([pre[k] for k in cams], dim=-4)
+                self.policy._queues = populate_queues(self.policy._queues, pre)
+            actions = self.policy.predict_action_chunk(pre)
+        return self.post(actions).to("cpu", torch.float32).numpy()
+
+    def observe(self, batch: Mapping[str, Any]) -> None:
+        raise NotImplementedError(
+            "observe() is implemented by the native policies; with the lerobot backend pass one observation "
+            "per call or a whole (B, n_obs_steps, ...) history to predict_action_chunk"
+        )
 
     def reset(self) -> None:
         self.policy.reset()
@@ -255,7 +421,8 @@ def load_policy(path: str | Path, device: str = "cpu", backend: str = "auto"):
     if backend not in ("auto", "native", "lerobot"):
         raise ValueError(f"backend must be auto, native or lerobot, got {backend!r}")
     if backend != "lerobot" and config.type in NATIVE_TYPES:
-        return NativeACTPolicy(ckpt, config, device=device)
+        cls = {"act": NativeACTPolicy, "diffusion": NativeDiffusionPolicy}[config.type]
+        return cls(ckpt, config, device=device)
     if backend == "native":
         raise UnsupportedPolicyError(
             f"policy type {config.type!r} ({str(ckpt / CONFIG_NAME)!r}) has no native implementation "

@@ -1,0 +1,150 @@
+"""The controller's observation history for n_obs_steps > 1 (diffusion fixture), without ROS."""
+
+import json
+import shutil
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from lerobot_policy_node.action_queue import SchedulerConfig
+from lerobot_policy_node.controller import PolicyController
+from lerobot_policy_node.observation import ObservationBuilder, ObservationSpec
+from lerobot_policy_node.runtime import load_policy
+from lerobot_policy_node.safety import SafetyFilter, SafetyLimits
+
+from .conftest import DIFFUSION_SMALL
+
+MS = 1_000_000
+JOINTS = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
+FRONT = "observation.images.front"
+
+
+@pytest.fixture(scope="module")
+def fast_diffusion(tmp_path_factory):
+    """The fixture with 10 DDIM steps instead of 100 DDPM steps (same weights), for quick threads tests."""
+    dst = tmp_path_factory.mktemp("ddim") / "pretrained_model"
+    shutil.copytree(DIFFUSION_SMALL, dst)
+    cfg = json.loads((dst / "config.json").read_text())
+    cfg.update(noise_scheduler_type="DDIM", num_inference_steps=10)
+    (dst / "config.json").write_text(json.dumps(cfg))
+    return load_policy(dst)
+
+
+class Clock:
+    def __init__(self):
+        self.t = 1_000 * MS
+
+    def __call__(self):
+        return self.t
+
+
+def make_controller(policy, clock, multiplier=1, publish=None):
+    obs = ObservationBuilder(
+        ObservationSpec(state_names=JOINTS, image_shapes={FRONT: (3, 48, 64)}, fps=30.0, max_age_s=0.1)
+    )
+    sched = SchedulerConfig(
+        fps=30.0, n_action_steps=8, chunk_size=8, mode="replace", interpolation_multiplier=multiplier
+    )
+    return PolicyController(
+        policy,
+        obs,
+        sched,
+        SafetyFilter(SafetyLimits.build(6, max_step=0.05)),
+        publish_command=publish or (lambda cmd, held: None),
+        now_ns=clock,
+        run_inference=False,
+    )
+
+
+def push(ctl, clock, k):
+    """Observation k: joints all k/10, image filled with 10*k."""
+    ctl.obs.push_joints(list(JOINTS), [k / 10.0] * 6, clock.t)
+    ctl.obs.push_image(FRONT, np.full((48, 64, 3), 10 * k, np.uint8), clock.t)
+
+
+def states(ctl):
+    return [float(f.values["joints"][0]) for f in ctl.history_frames()]
+
+
+def test_history_fills_shifts_and_restarts(fast_diffusion):
+    clock = Clock()
+    ctl = make_controller(fast_diffusion, clock)
+    assert ctl.n_obs_steps == 2
+    assert ctl.history_frames() == []
+    push(ctl, clock, 1)
+    ctl.control_step()
+    assert states(ctl) == [0.1, 0.1]  # the first observation fills the history
+    for k in (2, 3):
+        clock.t += 33 * MS
+        push(ctl, clock, k)
+        ctl.control_step()
+    assert states(ctl) == [0.2, 0.3]
+    clock.t += 500 * MS  # no data for 0.5 s: stale, the history restarts
+    ctl.control_step()
+    assert ctl.history_frames() == []
+    push(ctl, clock, 4)
+    ctl.control_step()
+    assert states(ctl) == [0.4, 0.4]
+
+
+def test_history_is_taken_at_the_policy_fps(fast_diffusion):
+    clock = Clock()
+    ctl = make_controller(fast_diffusion, clock, multiplier=3)  # control at 90 Hz, policy at 30 Hz
+    for k in range(1, 8):
+        push(ctl, clock, k)
+        ctl.control_step()
+        clock.t += 11 * MS
+    assert states(ctl) == [0.4, 0.7]  # ticks 1, 4, 7 were kept
+
+
+def test_history_batch_feeds_the_policy(fast_diffusion):
+    clock = Clock()
+    ctl = make_controller(fast_diffusion, clock)
+    for k in (1, 2):
+        push(ctl, clock, k)
+        ctl.control_step()
+        clock.t += 33 * MS
+    batch = ctl.history_batch(ctl.history_frames())
+    assert batch["observation.state"].shape == (1, 2, 6)
+    assert batch[FRONT].shape == (1, 2, 3, 48, 64)
+    np.testing.assert_allclose(batch["observation.state"][0, :, 0], [0.1, 0.2], rtol=1e-6)
+    np.testing.assert_allclose(batch[FRONT][0, :, 0, 0, 0], [10 / 255, 20 / 255], rtol=1e-6)
+    # the stacked history gives what observing the two steps one by one gives
+    noise = torch.randn((1, 16, 6), generator=torch.Generator().manual_seed(0))
+    direct = fast_diffusion.predict_action_chunk(batch, noise=noise)
+    fast_diffusion.reset()
+    for i in range(2):
+        fast_diffusion.observe({k: v[:, i] for k, v in batch.items()})
+    np.testing.assert_array_equal(fast_diffusion.predict_action_chunk(noise=noise), direct)
+    fast_diffusion.reset()
+
+
+def test_threads_drive_with_history(fast_diffusion):
+    clock = time.time_ns
+    sent = []
+    obs_spec = ObservationSpec(state_names=JOINTS, image_shapes={FRONT: (3, 48, 64)}, fps=30.0, max_age_s=0.5)
+    ctl = PolicyController(
+        fast_diffusion,
+        ObservationBuilder(obs_spec),
+        SchedulerConfig(fps=30.0, n_action_steps=8, chunk_size=8),
+        SafetyFilter(SafetyLimits.build(6, max_step=0.05)),
+        publish_command=lambda cmd, held: sent.append((cmd.copy(), held)),
+        now_ns=clock,
+    )
+    ctl.obs.push_joints(list(JOINTS), [0.0] * 6, clock())
+    ctl.start()
+    try:
+        deadline = time.monotonic() + 20
+        k = 0
+        while time.monotonic() < deadline and ctl.stats.chunks < 3:
+            k += 1
+            ctl.obs.push_joints(list(JOINTS), [0.01 * (k % 10)] * 6, clock())
+            ctl.obs.push_image(FRONT, np.full((48, 64, 3), k % 255, np.uint8), clock())
+            time.sleep(0.02)
+    finally:
+        ctl.stop()
+    assert ctl.stats.chunks >= 3 and ctl.stats.inference_errors == 0, ctl.stats.message
+    moved = [c for c, held in sent if not held]
+    assert moved and all(np.all(np.isfinite(c)) for c in moved)
