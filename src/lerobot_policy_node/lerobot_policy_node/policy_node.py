@@ -195,8 +195,9 @@ class PolicyNode(LifecycleNode):
             torch_threads=p("torch_threads", 0, "torch intra-op threads for inference; 0 = torch default"),
             control_priority=p(
                 "control_priority",
-                0,
-                "SCHED_FIFO priority of the control thread (1-99, needs CAP_SYS_NICE); 0 = normal scheduling",
+                50,
+                "SCHED_FIFO priority of the control thread (1-99) where permitted (CAP_SYS_NICE or an "
+                "rtprio limit; else normal scheduling with a warning); 0 = normal scheduling",
                 integer_range=[IntegerRange(from_value=0, to_value=99, step=1)],
             ),
             autostart=p("autostart", False, "configure and activate right after start"),
@@ -447,6 +448,11 @@ class PolicyNode(LifecycleNode):
         self.pub_chunk.publish(msg)
 
     def _on_controller_state(self, state: str, message: str) -> None:
+        note = self.controller.priority_note if self.controller is not None else ""
+        if note and note != getattr(self, "_priority_logged", ""):
+            self._priority_logged = note
+            log = self.get_logger().warning if "not permitted" in note else self.get_logger().info
+            log(note)
         # publish when RUNNING <-> HOLDING or the kind of hold reason changes (not every detail)
         kind = (state, message.split("(")[0].split(":")[0].strip())
         if kind != getattr(self, "_last_controller_state", None):
