@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 import traceback
 from dataclasses import dataclass, replace
@@ -20,6 +21,7 @@ from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.clock import Clock, ClockType
+from rclpy.event_handler import PublisherEventCallbacks
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock as ClockMsg
@@ -60,6 +62,11 @@ class BridgeConfig:
     idle_republish_s: float
 
 
+def has_subscribers(publisher) -> bool:
+    """Whether a volatile topic has a matched subscriber (publishing to none would reach no one)."""
+    return publisher.get_subscription_count() > 0
+
+
 def _stamp(ns: int) -> Time:
     return Time(sec=int(ns // 1_000_000_000), nanosec=int(ns % 1_000_000_000))
 
@@ -92,6 +99,17 @@ class SimBridgeNode(LifecycleNode):
         self._last_result: StepResult | None = None
         self._last_publish = 0.0
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
+
+    def _observation_publisher(self, msg_type, topic: str, qos):
+        """A publisher without rclpy's default QoS event handlers.
+
+        Each default handler is a waitable the executor rebuilds into its wait set on every wake-up (two per
+        publisher); in lockstep that is once per step, for nothing: an incompatible QoS is still reported by
+        the subscriber's own handler, and the command subscriptions here keep theirs.
+        """
+        return self.create_publisher(
+            msg_type, topic, qos, event_callbacks=PublisherEventCallbacks(use_default_callbacks=False)
+        )
 
     # ------------------------------------------------------------------ parameters
     def _declare(self, name: str, default, description: str, read_only: bool = True):
@@ -169,20 +187,20 @@ class SimBridgeNode(LifecycleNode):
             self.get_logger().error(f"configure failed: {exc}")
             self._cleanup()
             return TransitionCallbackReturn.FAILURE
-        self._pubs["joint_states"] = self.create_publisher(JointState, "joint_states", QOS_STATE)
-        self._pubs["episode_info"] = self.create_publisher(EpisodeInfo, "sim/episode_info", QOS_STATE)
-        self._pubs["state"] = self.create_publisher(Float64MultiArray, "observation/state", QOS_STATE)
-        self._pubs["env_state"] = self.create_publisher(
+        self._pubs["joint_states"] = self._observation_publisher(JointState, "joint_states", QOS_STATE)
+        self._pubs["episode_info"] = self._observation_publisher(EpisodeInfo, "sim/episode_info", QOS_STATE)
+        self._pubs["state"] = self._observation_publisher(Float64MultiArray, "observation/state", QOS_STATE)
+        self._pubs["env_state"] = self._observation_publisher(
             Float64MultiArray, "observation/environment_state", QOS_STATE
         )
-        self._pubs["diagnostics"] = self.create_publisher(DiagnosticArray, "diagnostics", 10)
+        self._pubs["diagnostics"] = self._observation_publisher(DiagnosticArray, "diagnostics", 10)
         if self.cfg.mode == "lockstep" and self.cfg.publish_clock:
-            self._pubs["clock"] = self.create_publisher(ClockMsg, "/clock", QOS_LATCHED)
+            self._pubs["clock"] = self._observation_publisher(ClockMsg, "/clock", QOS_LATCHED)
         if self.cfg.robot_description_file:
             with open(self.cfg.robot_description_file, encoding="utf-8") as f:
                 from std_msgs.msg import String
 
-                pub = self.create_publisher(String, "robot_description", QOS_LATCHED)
+                pub = self._observation_publisher(String, "robot_description", QOS_LATCHED)
                 pub.publish(String(data=f.read()))
                 self._pubs["robot_description"] = pub
         self._create_extra_publishers()
@@ -385,36 +403,44 @@ class SimBridgeNode(LifecycleNode):
         self._last_result = result
         self._last_publish = time.monotonic()
         stamp = self._stamp_for(result)
-        if "clock" in self._pubs:
+        if "clock" in self._pubs:  # always: latched, a late subscriber must get the current time
             self._pubs["clock"].publish(ClockMsg(clock=stamp))
         obs = result.observation
+        # A volatile topic nobody subscribes to is not built at all: a message published without a matched
+        # reader reaches no one, so skipping it changes nothing a subscriber can see, and saves the
+        # message construction and conversion on each lockstep step (docs/sim.md, section 7).
         for cam, img in camera_images(obs, self.cfg.single_camera_name).items():
             if cam not in self._cam_pubs:
                 self._cam_pubs[cam] = (
-                    self.create_publisher(Image, f"cameras/{cam}/image_raw", QOS_IMAGE),
-                    self.create_publisher(CameraInfo, f"cameras/{cam}/camera_info", QOS_IMAGE),
+                    self._observation_publisher(Image, f"cameras/{cam}/image_raw", QOS_IMAGE),
+                    self._observation_publisher(CameraInfo, f"cameras/{cam}/camera_info", QOS_IMAGE),
                 )
                 self._camera_infos[cam] = self._camera_info(cam, int(img.shape[0]), int(img.shape[1]))
             image_pub, info_pub = self._cam_pubs[cam]
-            msg = Image()
-            msg.header.stamp = stamp
-            msg.header.frame_id = f"{cam}_optical_frame"
-            fill_image_msg(msg, np.asarray(img, dtype=np.uint8), "rgb8")
-            image_pub.publish(msg)
-            info = self._camera_infos[cam]
-            info.header.stamp = stamp
-            info.header.frame_id = msg.header.frame_id
-            info_pub.publish(info)
-        state = self._state_vector(obs)
-        if state is not None:
-            self._pubs["state"].publish(Float64MultiArray(data=state.tolist()))
-        if isinstance(obs, dict) and "environment_state" in obs:
+            frame_id = f"{cam}_optical_frame"
+            if has_subscribers(image_pub):
+                msg = Image()
+                msg.header.stamp = stamp
+                msg.header.frame_id = frame_id
+                fill_image_msg(msg, np.asarray(img, dtype=np.uint8), "rgb8")
+                image_pub.publish(msg)
+            if has_subscribers(info_pub):
+                info = self._camera_infos[cam]
+                info.header.stamp = stamp
+                info.header.frame_id = frame_id
+                info_pub.publish(info)
+        if has_subscribers(self._pubs["state"]):
+            state = self._state_vector(obs)
+            if state is not None:
+                self._pubs["state"].publish(Float64MultiArray(data=state.tolist()))
+        if isinstance(obs, dict) and "environment_state" in obs and has_subscribers(self._pubs["env_state"]):
             env_state = np.asarray(obs["environment_state"], dtype=np.float64).ravel()
             self._pubs["env_state"].publish(Float64MultiArray(data=env_state.tolist()))
         self._publish_extra(result, stamp)
-        js = self._joint_state(result, stamp)
-        if js is not None:
-            self._pubs["joint_states"].publish(js)
+        if has_subscribers(self._pubs["joint_states"]):
+            js = self._joint_state(result, stamp)
+            if js is not None:
+                self._pubs["joint_states"].publish(js)
         # last: a lockstep client waiting for episode_info of step k finds the rest already sent
         self._pubs["episode_info"].publish(self._episode_msg(result, stamp))
 
@@ -440,8 +466,39 @@ class SimBridgeNode(LifecycleNode):
         self._pubs["diagnostics"].publish(msg)
 
 
+LARGE_IMAGE_PROFILE = "fastdds_large_images.xml"
+
+
+def large_image_transport_profile(environ=os.environ) -> str | None:
+    """The Fast DDS profile this sim process should load for its camera images, or None to leave DDS as is.
+
+    Fast DDS puts a sample over shared memory only if it fits the *writer's* segment (512 KB by default):
+    a 480x640 rgb8 image (900 KB) does not, and in lockstep each such step then waits seconds for a
+    reliability repair. The shipped profile gives this process a 32 MB segment and UDP on 127.0.0.1 only,
+    so it is used only where the stack already keeps DDS on this host: Fast DDS is the RMW,
+    ROS_AUTOMATIC_DISCOVERY_RANGE is LOCALHOST (env.sh), and no profile of the user's own is set.
+    Readers need nothing: they map the writer's segment.
+    """
+    if environ.get("FASTDDS_DEFAULT_PROFILES_FILE"):
+        return None
+    if environ.get("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp") != "rmw_fastrtps_cpp":
+        return None
+    if environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE", "").upper() != "LOCALHOST":
+        return None
+    from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+
+    try:
+        path = os.path.join(get_package_share_directory("lerobot_sim"), "config", LARGE_IMAGE_PROFILE)
+    except PackageNotFoundError:
+        return None
+    return path if os.path.isfile(path) else None
+
+
 def run_node(node_cls, args=None) -> None:
     """main() body shared by the sim executables: autostart handling and a clean shutdown on Ctrl-C."""
+    profile = large_image_transport_profile()
+    if profile:  # before rclpy.init: Fast DDS reads it when this process's first participant is made
+        os.environ["FASTDDS_DEFAULT_PROFILES_FILE"] = profile
     rclpy.init(args=args)
     node = node_cls()
     try:

@@ -4,6 +4,11 @@
 ``ros2 run``); :class:`RosSimTransport` resets it through ``sim/reset``, sends each action on
 ``forward_position_controller/commands`` and waits until every observation topic of that step (matched
 by header stamp = sim time) has arrived. A dead or silent sim raises :class:`SimUnavailableError`.
+
+The client has no executor and no spin thread: the caller's own thread waits on one rcl wait set holding
+the observation subscriptions and the reset client, and takes the messages itself (as rclpy's
+``wait_for_message`` does). A lockstep step is a strict request/response, so this is all the client
+needs, and it saves an executor pass per message and a thread hand-off per step (docs/sim.md, section 7).
 """
 
 from __future__ import annotations
@@ -13,7 +18,6 @@ import os
 import signal
 import subprocess
 import tempfile
-import threading
 import time
 from typing import Any
 
@@ -21,7 +25,7 @@ import numpy as np
 import rclpy
 import yaml
 from geometry_msgs.msg import PoseStamped
-from rclpy.executors import SingleThreadedExecutor
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray
 
@@ -116,8 +120,12 @@ def _key(stamp) -> tuple[int, int]:
     return (stamp.sec, stamp.nanosec)
 
 
+def _never_called(msg) -> None:
+    """Callback of subscriptions that are read through a wait set, never through an executor."""
+
+
 class RosSimTransport:
-    """Client of one lockstep sim (see module docstring). Owns its rclpy context and spin thread."""
+    """Client of one lockstep sim (see module docstring). Owns its rclpy context; not thread-safe."""
 
     def __init__(
         self,
@@ -135,7 +143,6 @@ class RosSimTransport:
         self.single_image = single_image
         self.process = process
         self.step_timeout = step_timeout
-        self._cv = threading.Condition()
         self._infos: dict[tuple[int, int], EpisodeInfo] = {}
         self._joints: dict[tuple[int, int], JointState] = {}
         self._images: dict[str, dict[tuple[int, int], Image]] = {c: {} for c in self.cameras}
@@ -146,26 +153,33 @@ class RosSimTransport:
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
         ns = namespace.strip("/")
+        # nothing spins this node, so it offers no parameter services that could never answer
         self.node = rclpy.create_node(
-            "sim_eval_client", namespace="/" + ns if ns else "/", context=self.context
+            "sim_eval_client",
+            namespace="/" + ns if ns else "/",
+            context=self.context,
+            start_parameter_services=False,
         )
         self._pub = self.node.create_publisher(
             Float64MultiArray, "forward_position_controller/commands", QOS_COMMAND
         )
-        self.node.create_subscription(EpisodeInfo, "sim/episode_info", self._store(self._infos), QOS_STATE)
-        self.node.create_subscription(JointState, "joint_states", self._store(self._joints), QOS_STATE)
-        for cam in self.cameras:
-            # reliable: lockstep needs every image (a best-effort reader loses large fragmented ones)
-            self.node.create_subscription(
-                Image, f"cameras/{cam}/image_raw", self._store(self._images[cam]), QOS_IMAGE
-            )
+        # episode_info first: _take_ready can wake on it alone
+        tables: list[tuple[Any, str, dict]] = [
+            (EpisodeInfo, "sim/episode_info", self._infos),
+            (JointState, "joint_states", self._joints),
+        ]
+        # reliable images: lockstep needs every one (a best-effort reader loses large fragmented ones)
+        tables += [(Image, f"cameras/{cam}/image_raw", self._images[cam]) for cam in self.cameras]
         if self._cube is not None:
-            self.node.create_subscription(PoseStamped, "sim/cube_pose", self._store(self._cube), QOS_STATE)
+            tables.append((PoseStamped, "sim/cube_pose", self._cube))
+        self._subs = []
+        for msg_type, topic, table in tables:
+            qos = QOS_IMAGE if msg_type is Image else QOS_STATE
+            sub = self.node.create_subscription(msg_type, topic, _never_called, qos)
+            self._subs.append((sub, table))
         self._reset_client = self.node.create_client(ResetSim, "sim/reset")
-        self._executor = SingleThreadedExecutor(context=self.context)
-        self._executor.add_node(self.node)
-        self._thread = threading.Thread(target=self._executor.spin, daemon=True)
-        self._thread.start()
+        self._wait_set = _rclpy.WaitSet(len(self._subs), 0, 0, 1, 0, 0, self.context.handle)
+        self._responses: dict[int, ResetSim.Response] = {}
         deadline = time.monotonic() + startup_timeout
         while not self._reset_client.wait_for_service(timeout_sec=0.2):
             self._check_alive("starting")
@@ -173,10 +187,7 @@ class RosSimTransport:
                 raise SimUnavailableError(f"sim/reset not available after {startup_timeout:.0f} s")
         # Every endpoint must be matched before the first reset, or its first messages are lost:
         # the sim must see our command publisher, we must see each of its observation publishers.
-        topics = ["sim/episode_info", "joint_states"] + [f"cameras/{c}/image_raw" for c in self.cameras]
-        if self._cube is not None:
-            topics.append("sim/cube_pose")
-        resolved = [self.node.resolve_topic_name(t) for t in topics]
+        resolved = [sub.topic_name for sub, _ in self._subs]
         while self._pub.get_subscription_count() == 0 or any(
             self.node.count_publishers(t) == 0 for t in resolved
         ):
@@ -189,16 +200,31 @@ class RosSimTransport:
                 )
             time.sleep(0.05)
 
-    def _store(self, table: dict):
-        def callback(msg):
-            with self._cv:
-                table[_key(msg.header.stamp)] = msg
-                if len(table) > 64:  # only the newest observations matter
-                    for k in sorted(table)[: len(table) - 64]:
-                        del table[k]
-                self._cv.notify_all()
+    def _take_ready(self, timeout: float, wake_on_info_only: bool = False) -> None:
+        """Wait up to ``timeout`` s for a message, then take every message that is there.
 
-        return callback
+        ``wake_on_info_only``: wait for ``sim/episode_info`` alone. The sim publishes it after the other
+        topics of a step, so one wake-up usually finds the whole step; waking on every topic would take
+        the CPU from the sim while it is still publishing. Delivery order across topics is not
+        guaranteed, so the caller falls back to waiting on all topics when something is still missing.
+        """
+        ws = self._wait_set
+        ws.clear_entities()
+        for sub, _ in self._subs[:1] if wake_on_info_only else self._subs:
+            ws.add_subscription(sub.handle)
+        ws.add_client(self._reset_client.handle)
+        ws.wait(int(timeout * 1e9))
+        for sub, table in self._subs:
+            while (taken := sub.handle.take_message(sub.msg_type, False)) is not None:
+                msg = taken[0]
+                table[_key(msg.header.stamp)] = msg
+            if len(table) > 64:  # only the newest observations matter
+                for k in sorted(table)[: len(table) - 64]:
+                    del table[k]
+        if ws.get_ready_entities("client"):
+            header, response = self._reset_client.handle.take_response(ResetSim.Response)
+            if header is not None:
+                self._responses[header.request_id.sequence_number] = response
 
     def _check_alive(self, what: str) -> None:
         if self.process is not None and not self.process.alive():
@@ -213,25 +239,33 @@ class RosSimTransport:
     ) -> tuple[dict[str, Any], EpisodeState]:
         timeout = self.step_timeout if timeout is None else timeout
         deadline = time.monotonic() + timeout
-        with self._cv:
-            while True:
-                found = self._complete(episode_index, step)
-                if found is not None:
-                    return found
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break
-                self._cv.wait(min(remaining, 0.2))
-                self._check_alive(f"waiting for step {step}")
+        info_only = True
+        while True:
+            found = self._complete(episode_index, step)
+            if found is not None:
+                return found
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            if info_only and self._has_info(episode_index, step):
+                info_only = False  # episode_info is in, something else is not: wait for any topic
+            self._take_ready(min(remaining, 0.2), wake_on_info_only=info_only)
+            self._check_alive(f"waiting for step {step}")
         self._check_alive(f"waiting for step {step}")
         raise SimUnavailableError(
             f"no observation for episode {episode_index} step {step} within {timeout} s"
         )
 
-    def _complete(self, episode_index: int, step: int):
-        info = next(
+    def _info(self, episode_index: int, step: int) -> EpisodeInfo | None:
+        return next(
             (m for m in self._infos.values() if m.episode_index == episode_index and m.step == step), None
         )
+
+    def _has_info(self, episode_index: int, step: int) -> bool:
+        return self._info(episode_index, step) is not None
+
+    def _complete(self, episode_index: int, step: int):
+        info = self._info(episode_index, step)
         if info is None:
             return None
         key = _key(info.header.stamp)
@@ -265,14 +299,18 @@ class RosSimTransport:
         (e.g. a publisher matched late) is simply repeated: the same seed gives the same state."""
         for attempt in range(1, attempts + 1):
             self._check_alive("resetting")
-            future = self._reset_client.call_async(ResetSim.Request(use_seed=True, seed=int(seed)))
+            with self._reset_client.handle:
+                sequence = self._reset_client.handle.send_request(
+                    ResetSim.Request(use_seed=True, seed=int(seed))
+                )
             deadline = time.monotonic() + self.step_timeout
-            while not future.done():
+            while sequence not in self._responses:
                 self._check_alive("resetting")
-                if time.monotonic() > deadline:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
                     raise SimUnavailableError(f"sim/reset did not answer within {self.step_timeout} s")
-                time.sleep(0.005)
-            response = future.result()
+                self._take_ready(min(remaining, 0.2))
+            response = self._responses.pop(sequence)
             if not response.success:
                 raise SimUnavailableError(f"sim/reset failed: {response.message}")
             self._episode_index = response.info.episode_index
@@ -293,10 +331,9 @@ class RosSimTransport:
 
     def close(self) -> None:
         try:
-            self._executor.shutdown(timeout_sec=2.0)
+            self._wait_set = None
             self.node.destroy_node()
         finally:
             rclpy.try_shutdown(context=self.context)
-            self._thread.join(timeout=2.0)
             if self.process is not None:
                 self.process.stop()

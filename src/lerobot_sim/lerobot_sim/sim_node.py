@@ -18,7 +18,7 @@ from sensor_msgs.msg import CameraInfo, JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
-from lerobot_sim.bridge_base import QOS_COMMAND, QOS_STATE, SimBridgeNode, run_node
+from lerobot_sim.bridge_base import QOS_COMMAND, QOS_STATE, SimBridgeNode, has_subscribers, run_node
 from lerobot_sim.command import (
     CommandError,
     SafetyLimits,
@@ -74,9 +74,9 @@ class SimNode(SimBridgeNode):
         return kwargs
 
     def _create_extra_publishers(self) -> None:
-        self._pubs["cube_pose"] = self.create_publisher(PoseStamped, "sim/cube_pose", QOS_STATE)
+        self._pubs["cube_pose"] = self._observation_publisher(PoseStamped, "sim/cube_pose", QOS_STATE)
         # like the driver's publish_lerobot_units: positions in LeRobot's normalised units
-        self._pubs["joint_states_lerobot"] = self.create_publisher(
+        self._pubs["joint_states_lerobot"] = self._observation_publisher(
             JointState, "joint_states_lerobot", QOS_STATE
         )
 
@@ -157,19 +157,22 @@ class SimNode(SimBridgeNode):
         return msg
 
     def _publish_extra(self, result: StepResult, stamp) -> None:
-        lr = JointState()
-        lr.header.stamp = stamp
-        lr.name = list(JOINT_NAMES)
-        lr.position = to_lerobot_units(self.session.env.unwrapped.joint_positions())
-        self._pubs["joint_states_lerobot"].publish(lr)
-        pose = self.session.env.unwrapped.cube_pose()
-        msg = PoseStamped()
-        msg.header.stamp = stamp
-        msg.header.frame_id = "world"
-        msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = (float(v) for v in pose[:3])
-        o = msg.pose.orientation
-        o.w, o.x, o.y, o.z = (float(v) for v in pose[3:7])
-        self._pubs["cube_pose"].publish(msg)
+        env = self.session.env.unwrapped
+        if has_subscribers(self._pubs["joint_states_lerobot"]):
+            lr = JointState()
+            lr.header.stamp = stamp
+            lr.name = list(JOINT_NAMES)
+            lr.position = to_lerobot_units(env.joint_positions())
+            self._pubs["joint_states_lerobot"].publish(lr)
+        if has_subscribers(self._pubs["cube_pose"]):
+            pose = env.cube_pose()
+            msg = PoseStamped()
+            msg.header.stamp = stamp
+            msg.header.frame_id = "world"
+            msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = (float(v) for v in pose[:3])
+            o = msg.pose.orientation
+            o.w, o.x, o.y, o.z = (float(v) for v in pose[3:7])
+            self._pubs["cube_pose"].publish(msg)
 
     def _camera_info(self, name: str, height: int, width: int) -> CameraInfo:
         model = self.session.env.unwrapped.model
