@@ -21,6 +21,7 @@ from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 
 from lerobot_drivers.cameras import CameraError, CaptureThread, Frame, make_source, pinhole_k
 from lerobot_drivers.spin import spin_until_shutdown
+from lerobot_recorder.dds_transport import use_large_image_transport
 from lerobot_recorder.image_conversion import encode_compressed, fill_image_msg
 
 
@@ -236,6 +237,7 @@ class CameraNode(LifecycleNode):
 
 
 def main(args=None) -> int:
+    use_large_image_transport()  # images over shared memory on a localhost stack (before rclpy.init)
     rclpy.init(args=args)
     node = CameraNode()
     return spin_until_shutdown(node, node._stop_capture)

@@ -25,6 +25,7 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from sensor_msgs.msg import Image, JointState
 
+from lerobot_recorder.dds_transport import use_large_image_transport
 from lerobot_recorder.image_conversion import fill_image_msg
 
 # Set by --image-qos: "sensor" (best effort, like most camera drivers) or "reliable".
@@ -132,6 +133,7 @@ def main(argv=None) -> int:
     global IMAGE_QOS
     if args.image_qos == "reliable":
         IMAGE_QOS = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
+    use_large_image_transport()  # like the camera driver: images over shared memory on localhost
     rclpy.init(args=ros_args or None)
     node = Sources(args)
     stop = threading.Event()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 import traceback
 from dataclasses import dataclass, replace
@@ -30,6 +29,11 @@ from std_msgs.msg import Float64MultiArray
 
 from lerobot_msgs.msg import EpisodeInfo
 from lerobot_msgs.srv import ResetSim
+from lerobot_recorder.dds_transport import (  # noqa: F401  (re-exported for the sim's users)
+    LARGE_IMAGE_PROFILE,
+    large_image_transport_profile,
+    use_large_image_transport,
+)
 from lerobot_recorder.image_conversion import fill_image_msg
 from lerobot_sim.session import SimSession, StepResult, camera_images, make_env
 
@@ -466,39 +470,9 @@ class SimBridgeNode(LifecycleNode):
         self._pubs["diagnostics"].publish(msg)
 
 
-LARGE_IMAGE_PROFILE = "fastdds_large_images.xml"
-
-
-def large_image_transport_profile(environ=os.environ) -> str | None:
-    """The Fast DDS profile this sim process should load for its camera images, or None to leave DDS as is.
-
-    Fast DDS puts a sample over shared memory only if it fits the *writer's* segment (512 KB by default):
-    a 480x640 rgb8 image (900 KB) does not, and in lockstep each such step then waits seconds for a
-    reliability repair. The shipped profile gives this process a 32 MB segment and UDP on 127.0.0.1 only,
-    so it is used only where the stack already keeps DDS on this host: Fast DDS is the RMW,
-    ROS_AUTOMATIC_DISCOVERY_RANGE is LOCALHOST (env.sh), and no profile of the user's own is set.
-    Readers need nothing: they map the writer's segment.
-    """
-    if environ.get("FASTDDS_DEFAULT_PROFILES_FILE"):
-        return None
-    if environ.get("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp") != "rmw_fastrtps_cpp":
-        return None
-    if environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE", "").upper() != "LOCALHOST":
-        return None
-    from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
-
-    try:
-        path = os.path.join(get_package_share_directory("lerobot_sim"), "config", LARGE_IMAGE_PROFILE)
-    except PackageNotFoundError:
-        return None
-    return path if os.path.isfile(path) else None
-
-
 def run_node(node_cls, args=None) -> None:
     """main() body shared by the sim executables: autostart handling and a clean shutdown on Ctrl-C."""
-    profile = large_image_transport_profile()
-    if profile:  # before rclpy.init: Fast DDS reads it when this process's first participant is made
-        os.environ["FASTDDS_DEFAULT_PROFILES_FILE"] = profile
+    use_large_image_transport()  # camera images over shared memory (before rclpy.init)
     rclpy.init(args=args)
     node = node_cls()
     try:
