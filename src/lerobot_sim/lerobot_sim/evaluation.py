@@ -86,19 +86,26 @@ class CheckpointPolicy:
         self._queue.clear()
         self.policy.reset()
 
+    def _batch(self, observation: dict[str, Any]) -> dict[str, Any]:
+        batch: dict[str, Any] = {}
+        for name in self.config.input_features:
+            if name not in observation:
+                raise EvaluationError(
+                    f"policy input {name!r} is not in the sim's observation ({sorted(observation)})"
+                )
+            value = np.asarray(observation[name])
+            if name in self.config.image_features and value.ndim == 3 and value.dtype == np.uint8:
+                value = value.transpose(2, 0, 1).astype(np.float32) / 255.0  # HWC uint8 -> CHW [0, 1]
+            batch[name] = value.astype(np.float32)
+        return batch
+
     def select_action(self, observation: dict[str, Any]) -> np.ndarray:
+        history = int(self.config.n_obs_steps) > 1
+        if history:  # e.g. diffusion: one observation per env step, as LeRobot's queues get them
+            self.policy.observe(self._batch(observation))
         if not self._queue:
-            batch: dict[str, Any] = {}
-            for name in self.config.input_features:
-                if name not in observation:
-                    raise EvaluationError(
-                        f"policy input {name!r} is not in the sim's observation ({sorted(observation)})"
-                    )
-                value = np.asarray(observation[name])
-                if name in self.config.image_features and value.ndim == 3 and value.dtype == np.uint8:
-                    value = value.transpose(2, 0, 1).astype(np.float32) / 255.0  # HWC uint8 -> CHW [0, 1]
-                batch[name] = value.astype(np.float32)
-            chunk = np.asarray(self.policy.predict_action_chunk(batch))[0]
+            chunk = self.policy.predict_action_chunk(None if history else self._batch(observation))
+            chunk = np.asarray(chunk)[0]
             steps = max(1, min(int(self.config.n_action_steps), chunk.shape[0]))
             self._queue.extend(chunk[:steps].astype(np.float64))
         return self._queue.popleft()
