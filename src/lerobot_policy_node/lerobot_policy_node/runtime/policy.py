@@ -232,6 +232,36 @@ class _PolicyBase:
             self._push(obs, is_hist=False)
         return self._stacked_history()
 
+    def _load_native(
+        self, ckpt: Path, config: PolicyConfig, device: str, arch_cls, model_cls, what: str
+    ) -> None:
+        """Processors, architecture and weights of a native policy; errors name the file and the problem."""
+        self.config = config
+        self.device = torch.device(device)
+        self._init_history()
+        self.pre = read_pipeline(ckpt, PREPROCESSOR_NAME, native=True)
+        self.post = read_pipeline(ckpt, POSTPROCESSOR_NAME, native=True)
+        try:
+            model = model_cls(arch_cls.from_config(config.raw, config.input_features, config.output_features))
+        except ValueError as exc:
+            raise PolicyLoadError(f"{str(ckpt / CONFIG_NAME)!r}: {exc}") from exc
+        weights_path = ckpt / WEIGHTS_NAME
+        state = read_safetensors(weights_path, "model weights")
+        missing = [k for k in model.expected_keys() if k not in state]
+        if missing:
+            raise PolicyLoadError(
+                f"model weights {str(weights_path)!r} lack {len(missing)} tensor(s) the {what} config needs, "
+                f"e.g. {missing[:3]}"
+            )
+        try:
+            model.load_lerobot_state(state)
+        except ValueError as exc:
+            raise PolicyLoadError(f"model weights {str(weights_path)!r}: {exc}") from exc
+        self.model = model.to(self.device).eval()
+        for pipe in (self.pre, self.post):
+            if pipe.normalizer is not None:
+                pipe.normalizer.to(self.device)
+
     def reset(self) -> None:
         """Clear per-episode state: the observation history."""
         self._history.clear()
@@ -241,33 +271,8 @@ class NativeACTPolicy(_PolicyBase):
     def __init__(self, ckpt: Path, config: PolicyConfig, device: str = "cpu"):
         from .act import ACTArch, ACTModel
 
-        self.config = config
-        self.device = torch.device(device)
-        self._init_history()
-        self.pre = read_pipeline(ckpt, PREPROCESSOR_NAME, native=True)
-        self.post = read_pipeline(ckpt, POSTPROCESSOR_NAME, native=True)
-        try:
-            arch = ACTArch.from_config(config.raw, config.input_features, config.output_features)
-            model = ACTModel(arch)
-        except ValueError as exc:
-            raise PolicyLoadError(f"{str(ckpt / CONFIG_NAME)!r}: {exc}") from exc
-        weights_path = ckpt / WEIGHTS_NAME
-        state = read_safetensors(weights_path, "model weights")
-        missing = [k for k in model.expected_keys() if k not in state]
-        if missing:
-            raise PolicyLoadError(
-                f"model weights {str(weights_path)!r} lack {len(missing)} tensor(s) the ACT config needs, "
-                f"e.g. {missing[:3]}"
-            )
-        try:
-            model.load_lerobot_state(state)
-        except ValueError as exc:
-            raise PolicyLoadError(f"model weights {str(weights_path)!r}: {exc}") from exc
-        self.model = model.to(self.device).eval()
+        self._load_native(ckpt, config, device, ACTArch, ACTModel, "ACT")
         self.set_channels_last(self.device.type == "cpu")  # oneDNN convs are faster channels-last on CPU
-        for pipe in (self.pre, self.post):
-            if pipe.normalizer is not None:
-                pipe.normalizer.to(self.device)
 
     def set_channels_last(self, enabled: bool = True) -> None:
         """Store conv weights channels-last (faster oneDNN convolutions on CPU)."""
@@ -295,32 +300,7 @@ class NativeDiffusionPolicy(_PolicyBase):
     def __init__(self, ckpt: Path, config: PolicyConfig, device: str = "cpu"):
         from .diffusion import DiffusionArch, DiffusionModel
 
-        self.config = config
-        self.device = torch.device(device)
-        self._init_history()
-        self.pre = read_pipeline(ckpt, PREPROCESSOR_NAME, native=True)
-        self.post = read_pipeline(ckpt, POSTPROCESSOR_NAME, native=True)
-        try:
-            arch = DiffusionArch.from_config(config.raw, config.input_features, config.output_features)
-            model = DiffusionModel(arch)
-        except ValueError as exc:
-            raise PolicyLoadError(f"{str(ckpt / CONFIG_NAME)!r}: {exc}") from exc
-        weights_path = ckpt / WEIGHTS_NAME
-        state = read_safetensors(weights_path, "model weights")
-        missing = [k for k in model.expected_keys() if k not in state]
-        if missing:
-            raise PolicyLoadError(
-                f"model weights {str(weights_path)!r} lack {len(missing)} tensor(s) the diffusion config "
-                f"needs, e.g. {missing[:3]}"
-            )
-        try:
-            model.load_lerobot_state(state)
-        except ValueError as exc:
-            raise PolicyLoadError(f"model weights {str(weights_path)!r}: {exc}") from exc
-        self.model = model.to(self.device).eval()
-        for pipe in (self.pre, self.post):
-            if pipe.normalizer is not None:
-                pipe.normalizer.to(self.device)
+        self._load_native(ckpt, config, device, DiffusionArch, DiffusionModel, "diffusion")
 
     @torch.inference_mode()
     def predict_action_chunk(
