@@ -187,7 +187,6 @@ class CameraEncoder:
             item = np.empty(shape, dtype=np.uint8)
         if self._yuv_in_put:
             rgb_to_yuv420p(frame, out=item)
-            self.stats.update(frame)
         else:
             np.copyto(item, frame)
         if not block:
@@ -202,6 +201,8 @@ class CameraEncoder:
                     if not self._thread.is_alive():
                         raise DatasetError(f"encoder for {self.key!r} stopped unexpectedly") from None
         self.frames_in += 1
+        if self._yuv_in_put:  # counted once queued: a frame refused above leaves no trace in the stats
+            self.stats.update(frame)
 
     def backlog(self) -> int:
         return self.queue.qsize()
