@@ -29,11 +29,7 @@ from std_msgs.msg import Float64MultiArray
 
 from lerobot_msgs.msg import EpisodeInfo
 from lerobot_msgs.srv import ResetSim
-from lerobot_recorder.dds_transport import (  # noqa: F401  (re-exported for the sim's users)
-    LARGE_IMAGE_PROFILE,
-    large_image_transport_profile,
-    use_large_image_transport,
-)
+from lerobot_recorder.dds_transport import use_large_image_transport
 from lerobot_recorder.image_conversion import fill_image_msg
 from lerobot_sim.session import SimSession, StepResult, camera_images, make_env
 

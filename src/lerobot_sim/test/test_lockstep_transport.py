@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lerobot_sim.bridge_base import LARGE_IMAGE_PROFILE, large_image_transport_profile
+from lerobot_recorder.dds_transport import LARGE_IMAGE_PROFILE, large_image_transport_profile
 
 CONFIG = Path(__file__).resolve().parents[2] / "lerobot_recorder" / "config" / LARGE_IMAGE_PROFILE
 LOCAL = {"ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST", "RMW_IMPLEMENTATION": "rmw_fastrtps_cpp"}
