@@ -203,6 +203,8 @@ class AlignmentStats:
     ticks_emitted: int = 0
     ticks_dropped: int = 0
     ticks_before_start: int = 0
+    first_tick_ns: int | None = None  # the first and last settled tick (emitted or dropped)
+    last_tick_ns: int | None = None
     streams: dict[str, StreamStats] = field(default_factory=dict)
 
     def summary(self) -> str:
@@ -477,6 +479,9 @@ class Aligner:
             self.drops.append(result)
             if self.on_drop is not None:
                 self.on_drop(result)
+        if self.stats.first_tick_ns is None:
+            self.stats.first_tick_ns = t_tick
+        self.stats.last_tick_ns = t_tick
         self._last_emitted_ns = t_tick
         self._next_k = k + 1
 

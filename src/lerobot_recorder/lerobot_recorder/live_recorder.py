@@ -616,6 +616,9 @@ class LiveRecorder:
         self._episode_seq += 1
         self._episode_frames = 0
         self._t_begin_ns = self._clock()
+        # the episode's duration counts from here, where its data window opens (resolving the
+        # contract or opening a raw bag before this must not eat into episode_time_s)
+        self._controller.phase_start = self._mono()
         self._t_stop_ns = None
         self.latencies_ns.clear()
         self._aligner = Aligner(
@@ -691,6 +694,14 @@ class LiveRecorder:
                     self.raw.discard(bag)
         if stats is not None:
             message += f" ({stats.summary()})"
+            if stats.first_tick_ns is not None and self._t_stop_ns is not None:
+                # where the recorded ticks sit in the requested window: a source that starts late or
+                # goes quiet before the stop shortens the episode here, not as dropped ticks
+                message += (
+                    f" [ticks {(stats.first_tick_ns - self._t_begin_ns) / 1e9:.3f} s after start to "
+                    f"{(self._t_stop_ns - stats.last_tick_ns) / 1e9:.3f} s before stop; "
+                    f"start-stop {(self._t_stop_ns - self._t_begin_ns) / 1e9:.3f} s]"
+                )
         lat = self.latency_summary(bag_latencies)
         if lat:
             message += f" [latency {lat}]"

@@ -75,6 +75,8 @@ def test_nearest_with_tolerance_and_ties():
     st = al.stats
     assert st.ticks_before_start == 1
     assert st.ticks_dropped == 2 and st.ticks_emitted == 5
+    # the settled span runs over emitted and dropped ticks alike: 100 .. 700 ms
+    assert (st.first_tick_ns, st.last_tick_ns) == (ms(100), ms(700))
     assert st.streams["cam"].dropped_ticks == 2
     assert st.streams["cam"].drop_reasons == {"out_of_tolerance": 2}
     assert st.streams["clock"].dropped_ticks == 0

@@ -119,19 +119,43 @@ def episode_ticks(output: str) -> dict[int, tuple[int, int]]:
     return {int(e): (int(f), int(d)) for e, f, _, d in found}
 
 
+def episode_windows(output: str) -> dict[int, tuple[float, float, float]]:
+    """{episode: (first tick after start, last tick before stop, start-stop) [s]} from the log."""
+    found = re.findall(
+        r"episode (\d+) saved: .*?\[ticks (-?[\d.]+) s after start to (-?[\d.]+) s before stop; "
+        r"start-stop ([\d.]+) s\]",
+        output,
+    )
+    return {int(e): (float(a), float(b), float(w)) for e, a, b, w in found}
+
+
 def check_dataset(root: Path, episodes: int, seconds: float, output: str | None = None) -> DatasetReader:
-    """Every episode: fps x duration ticks within 1; frames = ticks - reported drops (0 on a quiet machine)."""
+    """Every episode: frames + reported drops = every tick from the first to the last one.
+
+    The start-stop window is the requested duration (the stop comes on time) and the ticks fill it,
+    except before every source has a sample after the start and after the last common sample before
+    the stop (about a frame period at each end on a quiet machine; bounded loosely for a loaded one).
+    """
     r = DatasetReader(root)
     assert r.num_episodes == episodes
     ticks = episode_ticks(output) if output else {}
+    windows = episode_windows(output) if output else {}
     for e in range(episodes):
         n = int(r.episode_meta(e)["length"])
-        dropped = ticks.get(e, (n, 0))[1] if output else 0
         if output:
             assert ticks[e][0] == n, f"episode {e}: log says {ticks[e][0]} frames, dataset {n}"
-        assert abs(n + dropped - FPS * seconds) <= 1, (
-            f"episode {e}: {n} frames + {dropped} dropped ticks for {seconds} s at {FPS} fps"
-        )
+            dropped = ticks[e][1]
+            lead, tail, window = windows[e]
+            assert seconds - 0.001 <= window < seconds + 0.5, f"episode {e}: start-stop {window} s"
+            assert 0 <= lead < 1.0 and 0 <= tail < 1.0, (
+                f"episode {e}: ticks start {lead} s in, end {tail} s early"
+            )
+            spanned = (window - lead - tail) * FPS + 1  # grid points from the first tick to the last
+            assert abs(n + dropped - spanned) < 0.1, (
+                f"episode {e}: {n} frames + {dropped} dropped ticks, but the ticks span {spanned:.2f}"
+            )
+        else:
+            assert abs(n - FPS * seconds) <= 1, f"episode {e}: {n} frames for {seconds} s at {FPS} fps"
         assert len(r.video_frames("observation.images.front", e)) == n
     return r
 
