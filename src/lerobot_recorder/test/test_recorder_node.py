@@ -129,33 +129,31 @@ def episode_windows(output: str) -> dict[int, tuple[float, float, float]]:
     return {int(e): (float(a), float(b), float(w)) for e, a, b, w in found}
 
 
-def check_dataset(root: Path, episodes: int, seconds: float, output: str | None = None) -> DatasetReader:
-    """Every episode: frames + reported drops = every tick from the first to the last one.
+def check_span(e: int, frames: int, dropped: int, seconds: float, output: str) -> None:
+    """Episode e's frames + reported drops are every tick from its first to its last one.
 
     The start-stop window is the requested duration (the stop comes on time) and the ticks fill it,
     except before every source has a sample after the start and after the last common sample before
     the stop (about a frame period at each end on a quiet machine; bounded loosely for a loaded one).
     """
+    lead, tail, window = episode_windows(output)[e]
+    assert seconds - 0.001 <= window < seconds + 0.5, f"episode {e}: start-stop {window} s"
+    assert 0 <= lead < 1.0 and 0 <= tail < 1.0, f"episode {e}: ticks start {lead} s in, end {tail} s early"
+    spanned = (window - lead - tail) * FPS + 1  # grid points from the first tick to the last
+    assert abs(frames + dropped - spanned) < 0.1, (
+        f"episode {e}: {frames} frames + {dropped} dropped ticks, but the ticks span {spanned:.2f}"
+    )
+
+
+def check_dataset(root: Path, episodes: int, seconds: float, output: str) -> DatasetReader:
+    """Every episode: as many rows and video frames as the log says, and they fill its span."""
     r = DatasetReader(root)
     assert r.num_episodes == episodes
-    ticks = episode_ticks(output) if output else {}
-    windows = episode_windows(output) if output else {}
+    ticks = episode_ticks(output)
     for e in range(episodes):
         n = int(r.episode_meta(e)["length"])
-        if output:
-            assert ticks[e][0] == n, f"episode {e}: log says {ticks[e][0]} frames, dataset {n}"
-            dropped = ticks[e][1]
-            lead, tail, window = windows[e]
-            assert seconds - 0.001 <= window < seconds + 0.5, f"episode {e}: start-stop {window} s"
-            assert 0 <= lead < 1.0 and 0 <= tail < 1.0, (
-                f"episode {e}: ticks start {lead} s in, end {tail} s early"
-            )
-            spanned = (window - lead - tail) * FPS + 1  # grid points from the first tick to the last
-            assert abs(n + dropped - spanned) < 0.1, (
-                f"episode {e}: {n} frames + {dropped} dropped ticks, but the ticks span {spanned:.2f}"
-            )
-        else:
-            assert abs(n - FPS * seconds) <= 1, f"episode {e}: {n} frames for {seconds} s at {FPS} fps"
+        assert ticks[e][0] == n, f"episode {e}: log says {ticks[e][0]} frames, dataset {n}"
+        check_span(e, n, ticks[e][1], seconds, output)
         assert len(r.video_frames("observation.images.front", e)) == n
     return r
 
@@ -234,7 +232,7 @@ def test_services_action_feedback_and_status(tmp_path, ros_node):
         assert wait_until(res_fut.done, 30), proc.output()[-2000:]
         result = res_fut.result().result
         assert result.result_code == RecordEpisode.Result.RESULT_SAVED, result.message
-        assert abs(result.frames + result.dropped_ticks - 2.0 * FPS) <= 1, result.message
+        check_span(result.episode_index, result.frames, result.dropped_ticks, 2.0, result.message)
         assert {s.topic for s in result.streams} == {
             "/joint_states",
             "/leader/joint_states",
