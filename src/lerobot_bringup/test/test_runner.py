@@ -123,6 +123,21 @@ def test_each_pytest_process_gets_its_own_domain(ros_domain_id):
     assert int(other) != ros_domain_id
 
 
+def test_each_test_module_gets_a_fresh_domain_and_releases_the_last(tmp_path):
+    code = (
+        "import fcntl; from pathlib import Path; from lerobot_bringup.testing.pytest_plugin import reserve_domain_id\n"
+        f"d = Path({str(tmp_path)!r})\n"
+        "a = reserve_domain_id(d); b = reserve_domain_id(d)\n"
+        "f = open(d / f'{a}.lock', 'w'); fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a is free again\n"
+        "try:\n    fcntl.flock(open(d / f'{b}.lock', 'w'), fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+        "except OSError:\n    print(a, b, 'held')\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert out[2] == "held" and int(out[0]) != int(out[1]), out  # b stays locked while its owner lives
+
+
 def test_launch_files_build_descriptions():
     launch = pytest.importorskip("launch", reason="ROS 2 `launch` is not installable here (not on PyPI)")
     if not hasattr(launch, "LaunchDescription"):  # only a namespace package: a launch/ folder on sys.path

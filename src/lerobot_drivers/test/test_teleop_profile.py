@@ -28,9 +28,11 @@ def test_teleop_demo_graph_runs(ros_node, tmp_path):
         "camera_height:=120",
     ]
     with RosProcess("lerobot_bringup", "lerobot-launch", args=args, ros_args=False) as graph:
-        leader.wait(100, timeout=120)
-        cmds.wait(50, timeout=60)
-        images.wait(5, timeout=60)
+        for collector, count, timeout in ((leader, 100, 120), (cmds, 50, 60), (images, 5, 60)):
+            try:
+                collector.wait(count, timeout=timeout)
+            except TimeoutError as exc:
+                raise AssertionError(f"{exc}\n{graph.output()[-5000:]}") from exc
         assert desc.wait(1, timeout=10)[0].data.startswith("<?xml")
         assert wait_until(lambda: len(follower.messages) > 100, 90), graph.output()[-3000:]
         # the virtual hand moves the leader; the follower goes where the leader is

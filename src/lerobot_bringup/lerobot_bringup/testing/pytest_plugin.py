@@ -2,6 +2,11 @@
 
 * Gives this pytest process its own ROS_DOMAIN_ID, reserved with a lock file so concurrent pytest
   processes on the machine never share one, and forces DDS discovery onto localhost.
+* Every test module then gets a fresh domain of its own (the previous one is released): what one
+  module leaves behind in DDS cannot reach the next one. Tests SIGKILL nodes on purpose; a killed
+  participant stays in discovery until its lease runs out, and Fast DDS's shared-memory ports of a
+  killed process can leave a later participant on the same port "matched but receiving nothing"
+  (eProsima/Fast-DDS#5053, #5469). Ports are numbered per domain, so a new domain never meets them.
 * Fixtures: `ros_domain_id`, `ros_node` (an rclpy node on its own context, spun in a thread).
 """
 
@@ -15,23 +20,34 @@ from pathlib import Path
 import pytest
 
 _DOMAIN_RANGE = range(110, 200)  # Fast DDS accepts 0..232; stay clear of env.sh's default 42
+_LOCK_DIR = Path("/tmp/lerobot_ros_domains")
 _lock_file = None
+_next_index: int | None = None
 
 
-def reserve_domain_id(lock_dir: Path = Path("/tmp/lerobot_ros_domains")) -> int:
-    """Lock the first free id in the range for the life of this process."""
-    global _lock_file
+def reserve_domain_id(lock_dir: Path = _LOCK_DIR) -> int:
+    """Lock the next free id in the range (releasing this process's previous one) and return it.
+
+    The search starts after the previously reserved id (first call: at pid modulo the range), so
+    consecutive reservations walk through the range before an id comes back.
+    """
+    global _lock_file, _next_index
     lock_dir.mkdir(parents=True, exist_ok=True)
-    start = os.getpid() % len(_DOMAIN_RANGE)
-    for k in range(len(_DOMAIN_RANGE)):
-        domain = _DOMAIN_RANGE[(start + k) % len(_DOMAIN_RANGE)]
+    n = len(_DOMAIN_RANGE)
+    start = os.getpid() % n if _next_index is None else _next_index
+    previous = _lock_file
+    for k in range(n):
+        index = (start + k) % n
+        domain = _DOMAIN_RANGE[index]
         f = open(lock_dir / f"{domain}.lock", "w")
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             f.close()
             continue
-        _lock_file = f  # held until the process exits
+        _lock_file, _next_index = f, index + 1  # held until the next reservation or process exit
+        if previous is not None:
+            previous.close()  # closing the file releases its lock
         return domain
     raise RuntimeError(f"no free ROS_DOMAIN_ID in {_DOMAIN_RANGE.start}..{_DOMAIN_RANGE.stop - 1}")
 
@@ -40,14 +56,21 @@ def pytest_configure(config):
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     os.environ["ROS_DOMAIN_ID"] = str(reserve_domain_id())
     os.environ.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
-    config.addinivalue_line("markers", "ros: needs rclpy and DDS (loopback, per-process ROS_DOMAIN_ID)")
+    config.addinivalue_line("markers", "ros: needs rclpy and DDS (loopback, per-module ROS_DOMAIN_ID)")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _module_ros_domain():
+    """A fresh ROS_DOMAIN_ID for each test module (autouse: set before the module's own fixtures)."""
+    os.environ["ROS_DOMAIN_ID"] = str(reserve_domain_id())
+    yield
 
 
 def pytest_report_header(config):
     return f"lerobot_ros: ROS_DOMAIN_ID={os.environ['ROS_DOMAIN_ID']} ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def ros_domain_id() -> int:
     return int(os.environ["ROS_DOMAIN_ID"])
 
