@@ -10,7 +10,9 @@
    creates the random-init checkpoint both sides load. Without it, only our figures are printed.
 2. Control-loop period jitter |period - 1/rate| p50/p99 at 30 Hz and 100 Hz while inference runs
    continuously on the other thread (queue_mode ensemble: a new chunk is requested as soon as the
-   previous one is merged), through the same PolicyController the node uses.
+   previous one is merged), through the same PolicyController the node uses. Baselines: the loop
+   without inference, and the machine's timer floor (benchmarks/rt_floor.c: a C loop at
+   SCHED_FIFO 50 doing nothing but sleep to absolute deadlines; needs `cc`).
 3. Observation-to-command latency excluding the model: sensor_msgs/Image + JointState conversion,
    alignment sample, resize/normalize to the model input, chunk merge, control tick, safety filter
    and command message construction.
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -193,6 +196,42 @@ def bench_jitter(
     }
 
 
+def cpu_times() -> list[int] | None:
+    """The aggregate `cpu` line of /proc/stat (user nice system idle iowait irq softirq steal ...)."""
+    try:
+        return [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+
+
+def steal_percent(before: list[int] | None, after: list[int] | None) -> float | None:
+    """Share of CPU time the hypervisor gave to other guests between two cpu_times() readings."""
+    if not before or not after or len(before) < 8:
+        return None
+    delta = [a - b for a, b in zip(after, before, strict=False)]
+    total = sum(delta[:8])
+    return 100.0 * delta[7] / total if total > 0 else None
+
+
+def bench_floor(workdir: Path, rate_hz: float, seconds: float, priority: int) -> str | None:
+    """The timer floor of this machine: benchmarks/rt_floor.c (C, absolute-deadline sleeps, no work)."""
+    exe = workdir / "rt_floor"
+    if not exe.exists():
+        cc = shutil.which("cc") or shutil.which("gcc")
+        if cc is None:
+            return None
+        subprocess.run([cc, "-O2", "-o", str(exe), str(Path(__file__).with_name("rt_floor.c"))], check=True)
+    before = cpu_times()
+    out = subprocess.run(
+        [str(exe), str(rate_hz), str(int(rate_hz * seconds)), str(priority)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    steal = steal_percent(before, cpu_times())
+    return out.stdout.strip() + (f" steal {steal:.1f}" if steal is not None else " steal n/a")
+
+
 def bench_pipeline(ckpt: Path, iters: int) -> dict:
     """Observation-to-command path with the model call excluded (timed around it)."""
     from sensor_msgs.msg import Image, JointState
@@ -267,6 +306,16 @@ def main() -> None:
                 f"min {mn:.1f} ms ({mn / base_min:.2f}x), max |chunk diff| {res[f'{label}_maxdiff']:.2e}"
             )
         for rate in (30.0, 100.0):
+            floor = bench_floor(Path(tmp), rate, args.jitter_seconds, 50)
+            if floor is None:
+                print(f"{rate:.0f} Hz timer floor: no C compiler (cc) here, not measured")
+            else:  # "SCHED_FIFO p50 x p99 y max z"
+                f = floor.split()
+                print(
+                    f"{rate:.0f} Hz timer floor (benchmarks/rt_floor.c, C, {f[0]} 50, no work): "
+                    f"period jitter p50 {f[2]} ms, p99 {f[4]} ms, max {f[6]} ms; "
+                    f"hypervisor steal {f[8]}% of CPU time meanwhile"
+                )
             for inference, priority, label in (
                 (False, 0, "control loop alone (baseline)"),
                 (True, 0, "with continuous inference"),
