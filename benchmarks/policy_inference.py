@@ -78,7 +78,8 @@ def pct(values, q):
 
 
 def bench_inference(args, workdir: Path) -> tuple[Path | None, dict]:
-    """Interleaved rounds (LeRobot, native, native channels-last) so load changes hit all alike."""
+    """Interleaved rounds (LeRobot, native as shipped, native with direct convolutions only) so load
+    changes hit all alike."""
     import torch
 
     from lerobot_policy_node.runtime import load_policy
@@ -102,9 +103,9 @@ def bench_inference(args, workdir: Path) -> tuple[Path | None, dict]:
             batch = {k: d[k] for k in d.files}
         ref_chunk = np.load(ckpt / "bench_chunk.npy")
         policies = {}
-        for label, channels_last in (("native", False), ("native_channels_last", True)):
-            policies[label] = load_policy(ckpt)
-            policies[label].set_channels_last(channels_last)
+        for label, use_winograd in (("native", True), ("native_direct_conv", False)):
+            policies[label] = load_policy(ckpt)  # channels-last on CPU
+            policies[label].set_winograd(use_winograd)
             chunk = policies[label].predict_action_chunk(batch)  # warm-up
             res[f"{label}_maxdiff"] = float(np.abs(chunk - ref_chunk).max())
             res[f"{label}_ms"] = []
@@ -299,7 +300,7 @@ def main() -> None:
         print(
             f"  LeRobot 0.4.4 ACTPolicy (torch {res['lerobot_torch']}): median {base:.1f} ms, min {base_min:.1f} ms"
         )
-        for label in ("native", "native_channels_last"):
+        for label in ("native", "native_direct_conv"):
             med, mn = statistics.median(res[f"{label}_ms"]), min(res[f"{label}_ms"])
             print(
                 f"  lerobot_policy_node {label:<21}: median {med:.1f} ms ({med / base:.2f}x LeRobot), "

@@ -273,6 +273,12 @@ class NativeACTPolicy(_PolicyBase):
 
         self._load_native(ckpt, config, device, ACTArch, ACTModel, "ACT")
         self.set_channels_last(self.device.type == "cpu")  # oneDNN convs are faster channels-last on CPU
+        self.set_winograd(self.device.type == "cpu")
+
+    def set_winograd(self, enabled: bool = True) -> int:
+        """Backbone 3x3 convs with >= 128 channels as Winograd F(2x2, 3x3) (runtime.winograd): fewer
+        multiplications, same result to ~1e-6; returns how many convs use it."""
+        return self.model.backbone.set_winograd(enabled) if self.model.backbone is not None else 0
 
     def set_channels_last(self, enabled: bool = True) -> None:
         """Store conv weights channels-last (faster oneDNN convolutions on CPU)."""

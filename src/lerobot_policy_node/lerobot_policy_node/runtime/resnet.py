@@ -15,6 +15,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from . import winograd
+
 FROZEN_BN_EPS = 1e-5  # torchvision.ops.FrozenBatchNorm2d default
 BLOCKS_PER_LAYER = {"resnet18": (2, 2, 2, 2), "resnet34": (3, 4, 6, 3)}
 FEATURE_CHANNELS = 512
@@ -28,6 +30,10 @@ class FoldedConv(nn.Module):
         self.stride, self.padding = stride, padding
         self.weight = nn.Parameter(torch.zeros(out_ch, in_ch, kernel, kernel), requires_grad=False)
         self.bias = nn.Parameter(torch.zeros(out_ch), requires_grad=False)
+        # Winograd F(2x2, 3x3) weights where that beats the direct convolution (see runtime.winograd)
+        self.winograd_ok = winograd.worthwhile(in_ch, kernel, stride, padding)
+        self.use_winograd = False
+        self.register_buffer("winograd_u", None, persistent=False)
 
     def load_folded(self, state: Mapping[str, Tensor], conv: str, bn: str) -> None:
         w = state[f"{conv}.weight"].to(torch.float32)
@@ -37,8 +43,11 @@ class FoldedConv(nn.Module):
             raise ValueError(f"{conv}.weight has shape {tuple(w.shape)}, expected {tuple(self.weight.shape)}")
         self.weight.copy_(w * scale.reshape(-1, 1, 1, 1))
         self.bias.copy_(shift)
+        self.winograd_u = winograd.transform_weight(self.weight.detach()) if self.winograd_ok else None
 
     def forward(self, x: Tensor) -> Tensor:
+        if self.use_winograd and self.winograd_u is not None:
+            return winograd.conv3x3(x, self.winograd_u, self.bias)
         return F.conv2d(x, self.weight, self.bias, self.stride, self.padding)
 
 
@@ -102,6 +111,16 @@ class ResNetFeatures(nn.Module):
         for li, layer in enumerate(self.layers):
             for bi, block in enumerate(layer):
                 block.load(sub, f"layer{li + 1}.{bi}")
+
+    def set_winograd(self, enabled: bool) -> int:
+        """Run the 3x3 stride-1 convs where it pays (>= 128 channels) as Winograd F(2x2, 3x3);
+        returns how many convs do."""
+        n = 0
+        for m in self.modules():
+            if isinstance(m, FoldedConv):
+                m.use_winograd = enabled and m.winograd_u is not None
+                n += m.use_winograd
+        return n
 
     def forward(self, x: Tensor) -> Tensor:
         x = F.relu(self.stem(x), inplace=True)
