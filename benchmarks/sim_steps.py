@@ -62,7 +62,7 @@ def main() -> None:
     print(
         f"SO-101 cube, {args.steps} steps per measurement in {args.rounds} rounds, images "
         f"{args.height}x{args.width}, MUJOCO_GL={os.environ['MUJOCO_GL']}, {os.cpu_count()} CPUs, "
-        f"sim's Fast DDS profile: {os.path.basename(profile) or 'none'}"
+        f"load average {os.getloadavg()[0]:.2f}, sim's Fast DDS profile: {os.path.basename(profile) or 'none'}"
     )
     print(f"{'cameras':>8} {'bare steps/s':>13} {'ros steps/s':>12} {'ratio bare/ros':>15} {'per round':>12}")
     rows = []

@@ -12,7 +12,7 @@ import numpy as np
 from gymnasium import spaces
 from std_msgs.msg import Float64MultiArray
 
-from lerobot_sim.bridge_base import QOS_COMMAND, SimBridgeNode, run_node
+from lerobot_sim.bridge_base import SimBridgeNode, run_node
 
 
 class GymBridgeNode(SimBridgeNode):
@@ -23,10 +23,8 @@ class GymBridgeNode(SimBridgeNode):
         self._last_action: np.ndarray | None = None
 
     def _setup_commands(self) -> None:
-        self._subs.append(
-            self.create_subscription(
-                Float64MultiArray, "forward_position_controller/commands", self._on_command, QOS_COMMAND
-            )
+        self._command_subscription(
+            Float64MultiArray, "forward_position_controller/commands", self._on_command
         )
 
     def _on_command(self, msg: Float64MultiArray) -> None:

@@ -143,7 +143,7 @@ class RosSimTransport:
         self.single_image = single_image
         self.process = process
         self.step_timeout = step_timeout
-        self._infos: dict[tuple[int, int], EpisodeInfo] = {}
+        self._infos: dict[tuple[int, int], EpisodeInfo] = {}  # by (episode_index, step), not by stamp
         self._joints: dict[tuple[int, int], JointState] = {}
         self._images: dict[str, dict[tuple[int, int], Image]] = {c: {} for c in self.cameras}
         self._cube: dict[tuple[int, int], PoseStamped] | None = {} if cube_pose else None
@@ -217,10 +217,12 @@ class RosSimTransport:
         for sub, table in self._subs:
             while (taken := sub.handle.take_message(sub.msg_type, False)) is not None:
                 msg = taken[0]
-                table[_key(msg.header.stamp)] = msg
-            if len(table) > 64:  # only the newest observations matter
-                for k in sorted(table)[: len(table) - 64]:
-                    del table[k]
+                if table is self._infos:
+                    table[(msg.episode_index, msg.step)] = msg
+                else:
+                    table[_key(msg.header.stamp)] = msg
+            while len(table) > 64:  # only the newest observations matter (dicts keep arrival order)
+                del table[next(iter(table))]
         if ws.get_ready_entities("client"):
             header, response = self._reset_client.handle.take_response(ResetSim.Response)
             if header is not None:
@@ -257,9 +259,7 @@ class RosSimTransport:
         )
 
     def _info(self, episode_index: int, step: int) -> EpisodeInfo | None:
-        return next(
-            (m for m in self._infos.values() if m.episode_index == episode_index and m.step == step), None
-        )
+        return self._infos.get((episode_index, step))
 
     def _has_info(self, episode_index: int, step: int) -> bool:
         return self._info(episode_index, step) is not None

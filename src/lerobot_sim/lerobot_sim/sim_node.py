@@ -18,7 +18,7 @@ from sensor_msgs.msg import CameraInfo, JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
-from lerobot_sim.bridge_base import QOS_COMMAND, QOS_STATE, SimBridgeNode, has_subscribers, run_node
+from lerobot_sim.bridge_base import QOS_STATE, SimBridgeNode, has_subscribers, run_node
 from lerobot_sim.command import (
     CommandError,
     SafetyLimits,
@@ -81,18 +81,13 @@ class SimNode(SimBridgeNode):
         )
 
     def _setup_commands(self) -> None:
-        self._subs += [
-            self.create_subscription(JointState, "joint_commands", self._on_joint_commands, QOS_COMMAND),
-            self.create_subscription(
-                Float64MultiArray, "forward_position_controller/commands", self._on_forward, QOS_COMMAND
-            ),
-            self.create_subscription(
-                JointTrajectory,
-                "joint_trajectory_controller/joint_trajectory",
-                self._on_trajectory,
-                QOS_COMMAND,
-            ),
-        ]
+        self._command_subscription(JointState, "joint_commands", self._on_joint_commands)
+        self._command_subscription(
+            Float64MultiArray, "forward_position_controller/commands", self._on_forward
+        )
+        self._command_subscription(
+            JointTrajectory, "joint_trajectory_controller/joint_trajectory", self._on_trajectory
+        )
 
     # ------------------------------------------------------------------ commands
     def _current_positions(self) -> np.ndarray:
