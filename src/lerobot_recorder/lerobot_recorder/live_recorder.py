@@ -477,7 +477,12 @@ class LiveRecorder:
                     self._bag.put(topic, recv, data, stamp)
                 # Settle ticks on the receive clock, message by message: exactly the rule bag import
                 # applies to the same messages (log time = receive time), so both give the same frames.
-                error = self._write_frames(self._aligner.pop_ready(now_ns=recv))
+                now_ns = recv
+                if self._t_stop_ns is not None:
+                    # once stopped, a sample received late must not settle ticks past the stop: the
+                    # episode ends there (the rest is settled by finish() from the data it has)
+                    now_ns = min(now_ns, self._t_stop_ns + self._aligner.latency_margin_ns)
+                error = self._write_frames(self._aligner.pop_ready(now_ns=now_ns))
                 if error:
                     self._fail_episode(error)
                     return

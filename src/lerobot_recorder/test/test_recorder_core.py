@@ -1,6 +1,7 @@
 """ROS-free parts of the live recorder: rate audit, raw bags, dataset-root checks, and the worker
 fed with real CDR messages (serialized with rosbags), writing a real dataset."""
 
+import re
 import time
 
 import numpy as np
@@ -235,6 +236,44 @@ def test_worker_records_saves_discards_and_writes_raw_bags(tmp_path):
     assert state.shape == (oc.frames, 6) and np.all(np.diff(state[:, 0]) > 0)  # interpolated ramp
     assert r.tasks == ["unit task"]
     assert [p.name for p in RawRecording(tmp_path / "ds_raw").episodes()] == ["episode_000000"]
+
+
+def test_samples_received_late_after_the_stop_settle_no_tick_past_it(tmp_path):
+    """A loaded machine delivers samples stamped before the stop well after it: they count, but
+    their late receive time must not settle (and drop) ticks that lie after the stop."""
+    contract = Contract.from_dict(CONTRACT)
+    cfg = LiveConfig(
+        dataset_root=str(tmp_path / "ds"),
+        mode="dataset",
+        vcodec="libx264",
+        episode=EpisodeConfig(episode_time_s=1000.0, reset_time_s=0.0, num_episodes=1, task=""),
+    )
+    clock = FakeClock(5 * 10**9)
+    rec = LiveRecorder(cfg, contract, decode=_decode, clock=clock)
+    rec.start()
+    try:
+        t, seq = _feed(rec, clock, clock.t, 0.3)
+        out = rec.request("start").result(10)
+        t, seq = _feed(rec, clock, t, 1.0, seq)
+        fut = rec.outcome_future(out["seq"])
+        time.sleep(0.2)  # the worker has taken every sample so far
+        t_stop = t - 5_000_000
+        clock.t = t_stop
+        rec.request("stop").result(10)
+        # stamped before the stop, received 0.6 s after it (the tick grid is at 10 fps)
+        late = t_stop + 600_000_000
+        rec.ingest("/joint_states", _joint_cdr(t_stop - 1_000_000, 2.0), late)
+        # then every stream has a sample past the stop: the episode closes
+        rec.ingest("/cameras/front/image_raw", _image_cdr(late, seq), late)
+        rec.ingest("/joint_states", _joint_cdr(late, 2.1), late)
+        oc = fut.result(10)
+    finally:
+        rec.close()
+    assert oc.result_code == RESULT_SAVED, oc.message
+    m = re.search(r"ticks (-?[\d.]+) s after start to (-?[\d.]+) s before stop", oc.message)
+    assert m, oc.message
+    assert 0 <= float(m.group(2)) < 0.1, oc.message  # the last tick is the last one before the stop
+    assert oc.dropped_ticks == 0 and oc.frames == 10, oc.message
 
 
 def test_cdr_header_stamp_reads_the_stamp_without_decoding():

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from rclpy.action import ActionClient
 
-from lerobot_bringup.testing import RosProcess, wait_until
+from lerobot_bringup.testing import MessageCollector, RosProcess, wait_until
 from lerobot_msgs.action import EvaluatePolicy
 from lerobot_sim.eval_cli import make_transport_factory, resolve_env
 from lerobot_sim.evaluation import EvalSettings, ScriptedPolicy, run_episodes
@@ -105,6 +105,11 @@ def test_killed_sim_process_is_reported_restarted_and_the_episode_rerun():
 def test_evaluate_policy_action(ros_node):
     feedback = []
     client = ActionClient(ros_node, EvaluatePolicy, "/sim/evaluate")
+    # rclpy's client stops calling feedback_callback once the result is in, and feedback and result
+    # travel on different topics: the last feedback is watched on the action's feedback topic itself
+    feedback_topic = MessageCollector(
+        ros_node, EvaluatePolicy.Impl.FeedbackMessage, "/sim/evaluate/_action/feedback"
+    )
     with RosProcess("lerobot_sim", "evaluator") as proc:
         assert client.wait_for_server(timeout_sec=20.0)
         goal = EvaluatePolicy.Goal(env="so101_cube", policy="scripted", n_episodes=1, seed=4)
@@ -118,8 +123,13 @@ def test_evaluate_policy_action(ros_node):
         assert result.success, result.message
         assert result.pc_success == 100.0 and len(result.episodes) == 1 and result.episodes[0].seed == 4
         assert result.eval_s > 0 and result.avg_max_reward > 0.5
-        # feedback and result travel on different topics: the last feedback may land just after the result
-        assert wait_until(lambda: feedback and feedback[-1].step == result.episodes[0].steps, 10)
+        assert feedback and all(
+            f.episode_index == 0 and 0 < f.step <= result.episodes[0].steps for f in feedback
+        )
+        steps = result.episodes[0].steps
+        assert wait_until(
+            lambda: feedback_topic.messages and feedback_topic.messages[-1].feedback.step == steps, 10
+        ), f"last feedback {[m.feedback.step for m in feedback_topic.messages[-3:]]}, result steps {steps}"
         bad = client.send_goal_async(EvaluatePolicy.Goal(env="so101_cube", policy="scripted", n_episodes=0))
         assert wait_until(bad.done, 20) and not bad.result().accepted
 
