@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import rclpy
-from rclpy.executors import ExternalShutdownException
+
+from lerobot_bringup.shutdown import until_shutdown
 
 
 def spin_until_shutdown(node, before_destroy: Callable[[], None] | None = None) -> int:
     """Spin `node`; on exit run `before_destroy` (the node's safe state), destroy it, shut rclpy down."""
     try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+        with until_shutdown():
+            rclpy.spin(node)
     finally:
         if before_destroy is not None:
             before_destroy()

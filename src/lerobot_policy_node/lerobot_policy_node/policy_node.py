@@ -19,13 +19,14 @@ from lifecycle_msgs.msg import State as StateMsg
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from lerobot_bringup.shutdown import until_shutdown
 from lerobot_msgs.action import RunPolicy
 from lerobot_msgs.msg import ActionChunk, PolicyStatus
 from lerobot_msgs.srv import LoadPolicy
@@ -584,12 +585,11 @@ def main(args=None) -> int:
     rclpy.init(args=args)
     node = None
     try:
-        node = PolicyNode()
-        executor = MultiThreadedExecutor(num_threads=3)
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+        with until_shutdown():
+            node = PolicyNode()
+            executor = MultiThreadedExecutor(num_threads=3)
+            executor.add_node(node)
+            executor.spin()
     except ValueError as exc:  # bad parameter values
         print(f"policy: error: {exc}")
         return 2

@@ -19,11 +19,12 @@ import threading
 import time
 
 import rclpy
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_srvs.srv import Trigger
 
+from lerobot_bringup.shutdown import until_shutdown
 from lerobot_msgs.msg import RecorderStatus
 from lerobot_msgs.srv import StartEpisode
 from lerobot_recorder.keyboard import ESC, LEFT, RIGHT, START, KeyDecoder, RawTerminal
@@ -103,13 +104,12 @@ def main(argv=None) -> int:
     spinner.start()
     code = 0
     try:
-        if args.command:
-            ok, message = node.call(args.command, task=args.task)
-            print(("ok: " if ok else "error: ") + message)
-            return 0 if ok else 1
-        code = interactive(node, args.task)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+        with until_shutdown():
+            if args.command:
+                ok, message = node.call(args.command, task=args.task)
+                print(("ok: " if ok else "error: ") + message)
+                return 0 if ok else 1
+            code = interactive(node, args.task)
     finally:
         executor.shutdown(timeout_sec=1.0)
         node.destroy_node()

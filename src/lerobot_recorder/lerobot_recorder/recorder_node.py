@@ -29,7 +29,7 @@ from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescri
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.exceptions import InvalidHandle
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy_impl
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.qos import (
@@ -43,6 +43,7 @@ from rclpy.serialization import deserialize_message
 from rclpy.task import Future
 from std_srvs.srv import Trigger
 
+from lerobot_bringup.shutdown import until_shutdown
 from lerobot_msgs.action import RecordEpisode
 from lerobot_msgs.msg import RecorderStatus, StreamStatus
 from lerobot_msgs.srv import StartEpisode
@@ -572,10 +573,8 @@ class _RosLogger:
 
 
 def _spin(executor) -> None:
-    try:
+    with until_shutdown():
         executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
 
 
 def main(args=None) -> int:
@@ -586,19 +585,18 @@ def main(args=None) -> int:
     code = 0
     spinner = None
     try:
-        if node.get_parameter("autostart").value:
-            node.trigger_configure()
-            if node.recorder is None:
-                node.get_logger().error("autostart: configure failed; exiting")
-                return 1
-            node.trigger_activate()
-        spinner = threading.Thread(target=_spin, args=(executor,), name="executor")
-        spinner.start()
-        while rclpy.ok() and spinner.is_alive() and not node.finished.wait(0.1):
-            pass
-        code = node.exit_code or 0
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+        with until_shutdown():
+            if node.get_parameter("autostart").value:
+                node.trigger_configure()
+                if node.recorder is None:
+                    node.get_logger().error("autostart: configure failed; exiting")
+                    return 1
+                node.trigger_activate()
+            spinner = threading.Thread(target=_spin, args=(executor,), name="executor")
+            spinner.start()
+            while rclpy.ok() and spinner.is_alive() and not node.finished.wait(0.1):
+                pass
+            code = node.exit_code or 0
     finally:
         # the safe state: an episode in progress is saved, the dataset finalized
         try:

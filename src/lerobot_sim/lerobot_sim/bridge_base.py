@@ -48,6 +48,7 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import Float64MultiArray
 
+from lerobot_bringup.shutdown import until_shutdown
 from lerobot_msgs.msg import EpisodeInfo
 from lerobot_msgs.srv import ResetSim
 from lerobot_recorder.dds_transport import use_large_image_transport
@@ -693,20 +694,19 @@ def run_node(node_cls, args=None) -> None:
     # mode is read-only: lockstep nodes take their commands on a wait set of their own (docs/sim.md, 7)
     loop = node.lockstep_loop() if node.get_parameter("mode").value == "lockstep" else None
     try:
-        if node.get_parameter("autostart").value:
-            if node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
-                raise SystemExit(1)
-            if node.trigger_activate() != TransitionCallbackReturn.SUCCESS:
-                raise SystemExit(1)
-        if loop is not None:
-            # what exists now (modules, the env, message types) lives as long as the process: keep it
-            # out of the full collections that message churn triggers every few hundred steps
-            gc.freeze()
-            loop.spin()
-        else:
-            rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+        with until_shutdown():
+            if node.get_parameter("autostart").value:
+                if node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
+                    raise SystemExit(1)
+                if node.trigger_activate() != TransitionCallbackReturn.SUCCESS:
+                    raise SystemExit(1)
+            if loop is not None:
+                # what exists now (modules, the env, message types) lives as long as the process: keep
+                # it out of the full collections that message churn triggers every few hundred steps
+                gc.freeze()
+                loop.spin()
+            else:
+                rclpy.spin(node)
     finally:
         node._active = False
         node._hold_current()

@@ -15,6 +15,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 
+from lerobot_bringup.shutdown import until_shutdown
 from lerobot_msgs.action import EvaluatePolicy
 from lerobot_msgs.msg import EpisodeMetrics
 from lerobot_sim.evaluation import (
@@ -122,9 +123,8 @@ def main(args=None) -> None:
     executor = MultiThreadedExecutor(num_threads=2)
     executor.add_node(node)
     try:
-        executor.spin()
-    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
-        pass
+        with until_shutdown():
+            executor.spin()
     finally:
         node.destroy_node()
         rclpy.try_shutdown()

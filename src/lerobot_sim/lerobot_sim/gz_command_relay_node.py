@@ -19,6 +19,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64, Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
+from lerobot_bringup.shutdown import until_shutdown
 from lerobot_sim.bridge_base import QOS_COMMAND, QOS_STATE
 from lerobot_sim.command import (
     CommandError,
@@ -156,12 +157,11 @@ def main(args=None) -> None:
     rclpy.init(args=args)
     node = GzCommandRelayNode()
     try:
-        if node.cfg.autostart:
-            node.trigger_configure()
-            node.trigger_activate()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
-        pass
+        with until_shutdown():
+            if node.cfg.autostart:
+                node.trigger_configure()
+                node.trigger_activate()
+            rclpy.spin(node)
     finally:
         node.destroy_node()
         rclpy.try_shutdown()

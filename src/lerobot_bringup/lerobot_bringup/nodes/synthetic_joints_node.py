@@ -11,10 +11,11 @@ from dataclasses import dataclass
 
 import rclpy
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
+
+from lerobot_bringup.shutdown import until_shutdown
 
 SO101_JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
 
@@ -103,11 +104,10 @@ def main(args=None) -> int:
     node = SyntheticJointsNode()
     code = 0
     try:
-        rclpy.spin(node)
+        with until_shutdown():
+            rclpy.spin(node)
     except SystemExit as e:
         code = int(e.code or 0)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
     finally:
         node.destroy_node()
         rclpy.try_shutdown()

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 
 from lerobot_bringup.rate import RateMeter
+from lerobot_bringup.shutdown import until_shutdown
 
 
 @dataclass(frozen=True)
@@ -126,10 +126,9 @@ def main(args=None) -> int:
     rclpy.init(args=args)
     node = TopicMonitorNode()
     try:
-        while rclpy.ok() and node.exit_code is None:
-            rclpy.spin_once(node, timeout_sec=0.1)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+        with until_shutdown():
+            while rclpy.ok() and node.exit_code is None:
+                rclpy.spin_once(node, timeout_sec=0.1)
     finally:
         if node.cfg.summary_file:
             with open(node.cfg.summary_file, "w") as f:
