@@ -193,17 +193,22 @@ def _decode(topic, data):
     return TS.deserialize_cdr(data, mtype)
 
 
-def test_worker_records_saves_discards_and_writes_raw_bags(tmp_path):
-    contract = Contract.from_dict(CONTRACT)
+def _started_worker(tmp_path, mode: str, num_episodes: int) -> tuple[LiveRecorder, FakeClock]:
+    """A running LiveRecorder on the unit contract, its stream clock at 5 s (episodes end on request)."""
     cfg = LiveConfig(
         dataset_root=str(tmp_path / "ds"),
-        mode="both",
+        mode=mode,
         vcodec="libx264",
-        episode=EpisodeConfig(episode_time_s=1000.0, reset_time_s=0.0, num_episodes=5, task=""),
+        episode=EpisodeConfig(episode_time_s=1000.0, reset_time_s=0.0, num_episodes=num_episodes, task=""),
     )
     clock = FakeClock(5 * 10**9)
-    rec = LiveRecorder(cfg, contract, decode=_decode, clock=clock)
+    rec = LiveRecorder(cfg, Contract.from_dict(CONTRACT), decode=_decode, clock=clock)
     rec.start()
+    return rec, clock
+
+
+def test_worker_records_saves_discards_and_writes_raw_bags(tmp_path):
+    rec, clock = _started_worker(tmp_path, mode="both", num_episodes=5)
     try:
         t, seq = _feed(rec, clock, clock.t, 0.3)
         out = rec.request("start").result(10)
@@ -241,16 +246,7 @@ def test_worker_records_saves_discards_and_writes_raw_bags(tmp_path):
 def test_samples_received_late_after_the_stop_settle_no_tick_past_it(tmp_path):
     """A loaded machine delivers samples stamped before the stop well after it: they count, but
     their late receive time must not settle (and drop) ticks that lie after the stop."""
-    contract = Contract.from_dict(CONTRACT)
-    cfg = LiveConfig(
-        dataset_root=str(tmp_path / "ds"),
-        mode="dataset",
-        vcodec="libx264",
-        episode=EpisodeConfig(episode_time_s=1000.0, reset_time_s=0.0, num_episodes=1, task=""),
-    )
-    clock = FakeClock(5 * 10**9)
-    rec = LiveRecorder(cfg, contract, decode=_decode, clock=clock)
-    rec.start()
+    rec, clock = _started_worker(tmp_path, mode="dataset", num_episodes=1)
     try:
         t, seq = _feed(rec, clock, clock.t, 0.3)
         out = rec.request("start").result(10)
