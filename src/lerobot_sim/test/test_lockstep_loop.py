@@ -102,11 +102,12 @@ def test_every_callback_runs_in_the_loop_s_thread():
     calling.start()
     pub = ros_node.create_publisher(Float64MultiArray, f"{NS}/forward_position_controller/commands", 10)
     info = MessageCollector(ros_node, EpisodeInfo, f"{NS}/sim/episode_info")
+    svc = Services(ros_node)
     try:
         for cycle in range(2):  # configure twice: the loop follows the new subscriptions
-            assert _transition(ros_node, Transition.TRANSITION_CONFIGURE)
-            assert _transition(ros_node, Transition.TRANSITION_ACTIVATE)
-            answer = _call(ros_node, ResetSim, f"{NS}/sim/reset", ResetSim.Request(use_seed=True, seed=3))
+            assert svc.transition(Transition.TRANSITION_CONFIGURE)
+            assert svc.transition(Transition.TRANSITION_ACTIVATE)
+            answer = svc.reset(3)
             assert answer.success and answer.info.episode_index == 1
             assert wait_until(lambda: pub.get_subscription_count() == 1, 10.0)
             target = node._target.tolist()
@@ -114,11 +115,11 @@ def test_every_callback_runs_in_the_loop_s_thread():
                 pub.publish(Float64MultiArray(data=target))
                 assert wait_until(lambda k=k: node.session.episode.step == k, 10.0), (cycle, k)
             assert wait_until(lambda: any(m.step == 3 for m in info.messages), 10.0)
-            assert _transition(ros_node, Transition.TRANSITION_DEACTIVATE)
+            assert svc.transition(Transition.TRANSITION_DEACTIVATE)
             pub.publish(Float64MultiArray(data=target))  # inactive: taken, not stepped
             time.sleep(0.3)
             assert node.session.episode.step == 3
-            assert _transition(ros_node, Transition.TRANSITION_CLEANUP)
+            assert svc.transition(Transition.TRANSITION_CLEANUP)
             assert loop.subscription_count == 0
             assert wait_until(lambda: pub.get_subscription_count() == 0, 10.0)
         assert set(threads) == set(recorded)
@@ -133,28 +134,36 @@ def test_every_callback_runs_in_the_loop_s_thread():
         node.destroy_node()
 
 
-def _call(node, srv_type, name, request, timeout=20.0):
-    client = node.create_client(srv_type, name)
-    try:
-        assert client.wait_for_service(timeout_sec=timeout), f"{name} not available"
+class Services:
+    """The sim's reset and lifecycle services, one client each for the whole test.
+
+    The clients are made before the sim starts: a client made just before its call can lose the answer
+    on a loaded machine (the server may answer before its response writer has matched the new client's
+    reader; ``wait_for_service`` only sees the client's side of discovery).
+    """
+
+    TYPES = {"sim/reset": ResetSim, "sim/change_state": ChangeState, "sim/get_state": GetState}
+
+    def __init__(self, node):
+        self.clients = {name: node.create_client(t, f"{NS}/{name}") for name, t in self.TYPES.items()}
+
+    def call(self, name: str, request, timeout: float = 20.0):
+        client = self.clients[name]
+        assert client.wait_for_service(timeout_sec=timeout), f"{client.srv_name} not available"
         future = client.call_async(request)
-        assert wait_until(future.done, timeout), f"{name} did not answer"
+        assert wait_until(future.done, timeout), f"{client.srv_name} did not answer"
         return future.result()
-    finally:
-        node.destroy_client(client)
 
+    def reset(self, seed: int):
+        return self.call("sim/reset", ResetSim.Request(use_seed=True, seed=seed))
 
-def _transition(node, transition_id: int) -> bool:
-    return _call(
-        node,
-        ChangeState,
-        f"{NS}/sim/change_state",
-        ChangeState.Request(transition=Transition(id=transition_id)),
-    ).success
+    def transition(self, transition_id: int) -> bool:
+        return self.call(
+            "sim/change_state", ChangeState.Request(transition=Transition(id=transition_id))
+        ).success
 
-
-def _state(node) -> int:
-    return _call(node, GetState, f"{NS}/sim/get_state", GetState.Request()).current_state.id
+    def state(self) -> int:
+        return self.call("sim/get_state", GetState.Request()).current_state.id
 
 
 def _steps(info, first_episode=0):
@@ -170,6 +179,7 @@ def test_lockstep_sim_process_with_resets_and_transitions_between_commands(ros_n
     js = MessageCollector(ros_node, JointState, f"{NS}/joint_states")
     front = MessageCollector(ros_node, Image, f"{NS}/cameras/front/image_raw")
     fwd = ros_node.create_publisher(Float64MultiArray, f"{NS}/forward_position_controller/commands", 10)
+    svc = Services(ros_node)
     params = {
         "mode": "lockstep",
         "autostart": True,
@@ -192,7 +202,7 @@ def test_lockstep_sim_process_with_resets_and_transitions_between_commands(ros_n
         )
         assert proc.wait_for_output("offering incompatible QoS", 20.0), proc.output()
         ros_node.destroy_publisher(lossy)
-        first = _call(ros_node, ResetSim, f"{NS}/sim/reset", ResetSim.Request(use_seed=True, seed=9))
+        first = svc.reset(9)
         assert first.success
         ep = first.info.episode_index
         assert wait_until(lambda: (ep, 0) in _steps(info), 10.0)
@@ -205,9 +215,7 @@ def test_lockstep_sim_process_with_resets_and_transitions_between_commands(ros_n
             for _ in range(2):
                 fwd.publish(Float64MultiArray(data=hold))
                 commands += 1
-            answer = _call(
-                ros_node, ResetSim, f"{NS}/sim/reset", ResetSim.Request(use_seed=True, seed=20 + r)
-            )
+            answer = svc.reset(20 + r)
             assert answer.success and answer.info.step == 0 and answer.info.seed == 20 + r
             resets += 1
             fwd.publish(Float64MultiArray(data=hold))
@@ -235,7 +243,7 @@ def test_lockstep_sim_process_with_resets_and_transitions_between_commands(ros_n
         last_ep = ep + resets
 
         # the same seed gives the same first state
-        again = _call(ros_node, ResetSim, f"{NS}/sim/reset", ResetSim.Request(use_seed=True, seed=23))
+        again = svc.reset(23)
         last_ep += 1
         assert again.info.episode_index == last_ep
         stamp_a = next(m for m in info.messages if (m.episode_index, m.step) == (last_ep - 1, 0)).header.stamp
@@ -265,30 +273,30 @@ def test_lockstep_sim_process_with_resets_and_transitions_between_commands(ros_n
         )
 
         # lifecycle: inactive -> commands and resets are refused; active again -> both work
-        assert _transition(ros_node, Transition.TRANSITION_DEACTIVATE)
-        assert _state(ros_node) == State.PRIMARY_STATE_INACTIVE
+        assert svc.transition(Transition.TRANSITION_DEACTIVATE)
+        assert svc.state() == State.PRIMARY_STATE_INACTIVE
         before = len(_steps(info))
         fwd.publish(Float64MultiArray(data=hold))
-        refused = _call(ros_node, ResetSim, f"{NS}/sim/reset", ResetSim.Request(use_seed=True, seed=1))
+        refused = svc.reset(1)
         assert not refused.success and "not active" in refused.message
         time.sleep(0.5)
         assert len(_steps(info)) == before
-        assert _transition(ros_node, Transition.TRANSITION_ACTIVATE)  # resets: a new episode
+        assert svc.transition(Transition.TRANSITION_ACTIVATE)  # resets: a new episode
         last_ep += 1
         assert wait_until(lambda: (last_ep, 0) in _steps(info), 10.0)
         fwd.publish(Float64MultiArray(data=hold))
         assert wait_until(lambda: (last_ep, 1) in _steps(info), 10.0)
 
         # cleanup + configure: new subscriptions, served by the loop again
-        assert _transition(ros_node, Transition.TRANSITION_DEACTIVATE)
-        assert _transition(ros_node, Transition.TRANSITION_CLEANUP)
-        assert _state(ros_node) == State.PRIMARY_STATE_UNCONFIGURED
+        assert svc.transition(Transition.TRANSITION_DEACTIVATE)
+        assert svc.transition(Transition.TRANSITION_CLEANUP)
+        assert svc.state() == State.PRIMARY_STATE_UNCONFIGURED
         assert wait_until(lambda: fwd.get_subscription_count() == 0, 10.0)
         info.messages.clear()  # the new session counts episodes from 0 again
-        assert _transition(ros_node, Transition.TRANSITION_CONFIGURE)
-        assert _transition(ros_node, Transition.TRANSITION_ACTIVATE)
+        assert svc.transition(Transition.TRANSITION_CONFIGURE)
+        assert svc.transition(Transition.TRANSITION_ACTIVATE)
         assert wait_until(lambda: fwd.get_subscription_count() > 0, 10.0)
-        fresh = _call(ros_node, ResetSim, f"{NS}/sim/reset", ResetSim.Request(use_seed=True, seed=4))
+        fresh = svc.reset(4)
         assert fresh.success and fresh.info.episode_index == 1  # a new session: activation's episode 0
         assert wait_until(lambda: (1, 0) in _steps(info), 10.0)
         for k in range(1, 4):
