@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from rclpy.executors import ExternalShutdownException
+import rclpy
+from rclpy.executors import Executor, ExternalShutdownException
 from rclpy.utilities import get_default_context
 
 
@@ -25,3 +26,22 @@ def until_shutdown(context=None) -> Iterator[None]:
     except Exception:
         if (context if context is not None else get_default_context()).ok():
             raise
+
+
+def spin_until_shutdown(
+    node, before_destroy: Callable[[], None] | None = None, executor: Executor | None = None
+) -> int:
+    """Spin `node` (on `executor` when given, the node already added) until shutdown; then run
+    `before_destroy` (the node's safe state), destroy the node and shut rclpy down. Returns 0."""
+    try:
+        with until_shutdown():
+            if executor is None:
+                rclpy.spin(node)
+            else:
+                executor.spin()
+    finally:
+        if before_destroy is not None:
+            before_destroy()
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0

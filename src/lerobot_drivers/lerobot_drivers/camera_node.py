@@ -19,8 +19,8 @@ from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 
+from lerobot_bringup.shutdown import spin_until_shutdown
 from lerobot_drivers.cameras import CameraError, CaptureThread, Frame, make_source, pinhole_k
-from lerobot_drivers.spin import spin_until_shutdown
 from lerobot_recorder.dds_transport import use_large_image_transport
 from lerobot_recorder.image_conversion import encode_compressed, fill_image_msg
 

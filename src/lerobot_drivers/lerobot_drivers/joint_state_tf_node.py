@@ -18,8 +18,8 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
+from lerobot_bringup.shutdown import spin_until_shutdown
 from lerobot_drivers.kinematics import UrdfError, parse_urdf, quaternion_xyzw
-from lerobot_drivers.spin import spin_until_shutdown
 
 try:  # guarded: tf2_msgs is not on PyPI (see docs/drivers.md)
     from geometry_msgs.msg import TransformStamped

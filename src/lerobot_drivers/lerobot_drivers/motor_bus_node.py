@@ -25,6 +25,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
+from lerobot_bringup.shutdown import spin_until_shutdown
 from lerobot_drivers.arm import ArmBus, CommandError, JointSample
 from lerobot_drivers.bus import BusError, BusTimeoutError, PortError
 from lerobot_drivers.calibration import (
@@ -34,7 +35,6 @@ from lerobot_drivers.calibration import (
     load_calibration,
 )
 from lerobot_drivers.robots import get_robot_spec
-from lerobot_drivers.spin import spin_until_shutdown
 
 SAFE_STATES = ("hold", "torque_off")
 

@@ -15,8 +15,8 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
+from lerobot_bringup.shutdown import spin_until_shutdown
 from lerobot_drivers.kinematics import UrdfError, parse_urdf
-from lerobot_drivers.spin import spin_until_shutdown
 
 # transient local depth 1: the description is state, delivered to late joiners
 DESCRIPTION_QOS = QoSProfile(

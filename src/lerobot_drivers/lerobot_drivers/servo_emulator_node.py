@@ -12,8 +12,8 @@ import rclpy
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
 from rclpy.node import Node
 
+from lerobot_bringup.shutdown import spin_until_shutdown
 from lerobot_drivers.servo_emulator import emulator_for_robot
-from lerobot_drivers.spin import spin_until_shutdown
 
 
 @dataclass(frozen=True)

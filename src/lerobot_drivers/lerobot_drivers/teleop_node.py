@@ -18,8 +18,8 @@ from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
+from lerobot_bringup.shutdown import spin_until_shutdown
 from lerobot_drivers.robots import get_robot_spec
-from lerobot_drivers.spin import spin_until_shutdown
 from lerobot_drivers.teleop import TeleopMapper, parse_joint_map
 
 

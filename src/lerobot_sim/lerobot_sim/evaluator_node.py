@@ -15,7 +15,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 
-from lerobot_bringup.shutdown import until_shutdown
+from lerobot_bringup.shutdown import spin_until_shutdown
 from lerobot_msgs.action import EvaluatePolicy
 from lerobot_msgs.msg import EpisodeMetrics
 from lerobot_sim.evaluation import (
@@ -122,12 +122,7 @@ def main(args=None) -> None:
     node = EvaluatorNode()
     executor = MultiThreadedExecutor(num_threads=2)
     executor.add_node(node)
-    try:
-        with until_shutdown():
-            executor.spin()
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+    spin_until_shutdown(node, executor=executor)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from lerobot_bringup.shutdown import until_shutdown
+from lerobot_bringup.shutdown import spin_until_shutdown
 from lerobot_msgs.msg import EpisodeInfo
 from lerobot_sim.bridge_base import QOS_COMMAND, QOS_STATE
 from lerobot_sim.expert import ScriptedExpert
@@ -79,13 +79,7 @@ class ScriptedExpertNode(Node):
 
 def main(args=None) -> None:
     rclpy.init(args=args)
-    node = ScriptedExpertNode()
-    try:
-        with until_shutdown():
-            rclpy.spin(node)
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+    spin_until_shutdown(ScriptedExpertNode())
 
 
 if __name__ == "__main__":

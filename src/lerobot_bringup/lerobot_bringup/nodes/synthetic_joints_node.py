@@ -15,7 +15,7 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
-from lerobot_bringup.shutdown import until_shutdown
+from lerobot_bringup.shutdown import spin_until_shutdown
 
 SO101_JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
 
@@ -101,17 +101,10 @@ class SyntheticJointsNode(Node):
 
 def main(args=None) -> int:
     rclpy.init(args=args)
-    node = SyntheticJointsNode()
-    code = 0
     try:
-        with until_shutdown():
-            rclpy.spin(node)
-    except SystemExit as e:
-        code = int(e.code or 0)
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return code
+        return spin_until_shutdown(SyntheticJointsNode())
+    except SystemExit as e:  # raised by the timer after `count` messages, once cleaned up
+        return int(e.code or 0)
 
 
 if __name__ == "__main__":
