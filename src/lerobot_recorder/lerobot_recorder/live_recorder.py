@@ -736,7 +736,7 @@ class LiveRecorder:
             result_code=code,
             message=message,
             episode_index=index,
-            frames=frames if ok else frames,
+            frames=frames,
             dropped_ticks=dropped,
             duration_s=duration,
             streams=streams,

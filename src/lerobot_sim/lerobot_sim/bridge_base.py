@@ -4,8 +4,7 @@ Publishes the observation on the real robot's topics, steps on commands (lockste
 (realtime), serves ``sim/reset`` and publishes ``sim/episode_info``. Subclasses say how commands become
 actions (:meth:`SimBridgeNode._setup_commands`) and may add topics (:meth:`_publish_extra`).
 
-Run by :func:`run_node` in lockstep mode, the node is spun by a :class:`LockstepCommandLoop` (lockstep.py):
-commands are taken from a wait set holding only them, the rest is waited for by an executor in the background.
+In lockstep mode :func:`run_node` spins the node with a :class:`LockstepCommandLoop` (lockstep.py).
 """
 
 from __future__ import annotations
