@@ -14,11 +14,10 @@ Multi-byte registers are little-endian; signed registers are two's complement.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar, Optional
+from typing import Optional
 
-from lerobot_drivers.family import BusFamily
+from lerobot_drivers.family import BusFamily, Status
 
 HEADER = b"\xff\xff\xfd\x00"
 BROADCAST_ID = 0xFE
@@ -291,13 +290,6 @@ def describe_hardware_error(bits: int) -> list[str]:
     return [text for bit, text in _HW_TEXT.items() if bits & bit]
 
 
-@dataclass
-class Status:
-    servo_id: int
-    error: int
-    params: bytes
-
-
 def _take_packet(buf: bytearray) -> tuple[Optional[tuple[int, bytes]], int, bool]:
     start = buf.find(HEADER)
     if start < 0:
@@ -370,44 +362,22 @@ class DynamixelFamily(BusFamily):
     hardware_error_register = "Hardware_Error_Status"
     model_number_register = X_SERIES_TABLE["Model_Number"]
     nominal_voltage = 5.0
-    fault_bits: ClassVar[Mapping[str, int]] = {
-        "overheat": HW_OVERHEATING,
-        "overload": HW_OVERLOAD,
-        "voltage": HW_INPUT_VOLTAGE,
-    }
+    fault_bits = {"overheat": HW_OVERHEATING, "overload": HW_OVERLOAD, "voltage": HW_INPUT_VOLTAGE}
     status_return_level = ("Status_Return_Level", 2)
     ping_reply_params = 3  # model number (2 bytes), firmware version
     bad_length_result = RESULT_DATA_LENGTH
     bad_instruction_result = RESULT_INSTRUCTION
     reboot_instruction = INST_REBOOT
     readable_end = 147  # end of the control table
-
-    def model(self, model):
-        return get_model(model)
-
-    def table(self, model):
-        return control_table(model)
-
-    def instruction_packet(self, servo_id, instruction, params=b""):
-        return instruction_packet(servo_id, instruction, params)
-
-    def status_packet(self, servo_id, error, params=b""):
-        return status_packet(servo_id, error, params)
-
-    def parse_status(self, buf):
-        return parse_status(buf)
-
-    def parse_instruction(self, buf):
-        return parse_instruction(buf)
-
-    def status_length(self, n_params):
-        return status_length(n_params)
-
-    def encode(self, model, register, value):
-        return encode_register(model, register, value)
-
-    def decode(self, model, register, data):
-        return decode_register(model, register, data)
+    model = staticmethod(get_model)
+    table = staticmethod(control_table)
+    instruction_packet = staticmethod(instruction_packet)
+    status_packet = staticmethod(status_packet)
+    parse_status = staticmethod(parse_status)
+    parse_instruction = staticmethod(parse_instruction)
+    status_length = staticmethod(status_length)
+    encode = staticmethod(encode_register)
+    decode = staticmethod(decode_register)
 
     def model_number_from_ping(self, params):
         return params[0] | (params[1] << 8) if len(params) >= 2 else None

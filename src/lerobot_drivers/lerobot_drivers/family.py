@@ -13,18 +13,20 @@ from __future__ import annotations
 
 import dataclasses
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Optional
 
 Writes = tuple[tuple[str, int], ...]  # (register, value) in the order they are written
 
-# instruction codes shared by the Feetech and Dynamixel 2.0 protocols
-INST_PING = 0x01
-INST_READ = 0x02
-INST_WRITE = 0x03
-INST_SYNC_READ = 0x82
-INST_SYNC_WRITE = 0x83
+
+@dataclass
+class Status:
+    """A status packet: the servo's answer."""
+
+    servo_id: int
+    error: int
+    params: bytes
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,12 @@ class BusFamily(ABC):
 
     protocol_version: int
 
+    # instruction codes (Feetech and Dynamixel 2.0 share them; a family may override)
+    INST_PING: ClassVar[int] = 0x01
+    INST_READ: ClassVar[int] = 0x02
+    INST_WRITE: ClassVar[int] = 0x03
+    INST_SYNC_READ: ClassVar[int] = 0x82
+    INST_SYNC_WRITE: ClassVar[int] = 0x83
     name: ClassVar[str]
     protocols: ClassVar[tuple[int, ...]]  # versions this family speaks; the first is the default
     broadcast_id: ClassVar[int]
@@ -69,14 +77,19 @@ class BusFamily(ABC):
     def __str__(self) -> str:
         return self.name
 
-    # ------------------------------------------------------------ models
-    @abstractmethod
-    def model(self, model: str) -> Any:
-        """The model's spec (model_number, resolution, ...); KeyError naming the known ones."""
-
-    @abstractmethod
-    def table(self, model: str) -> Mapping[str, tuple[int, int]]:
-        """Control table: register -> (address, size)."""
+    # from the family's module (plain functions, staticmethod in the subclass): the model spec
+    # (model_number, resolution, ...; KeyError naming the known ones), the control table
+    # (register -> (address, size)), packets, parsing -> (packet or None, consumed, corrupt), the
+    # unstuffed status size for n parameter bytes, and register value <-> bytes
+    model: ClassVar[Callable[[str], Any]]
+    table: ClassVar[Callable[[str], Mapping[str, tuple[int, int]]]]
+    instruction_packet: ClassVar[Callable[..., bytes]]  # (servo_id, instruction, params=b"")
+    status_packet: ClassVar[Callable[..., bytes]]  # (servo_id, error, params=b"")
+    parse_status: ClassVar[Callable[[bytearray], tuple]]
+    parse_instruction: ClassVar[Callable[[bytearray], tuple]]  # servo side: (id, inst, params)
+    status_length: ClassVar[Callable[[int], int]]
+    encode: ClassVar[Callable[[str, str, int], bytes]]  # (model, register, value)
+    decode: ClassVar[Callable[[str, str, bytes], int]]  # (model, register, data)
 
     def protocol_of(self, model: str) -> int:
         return self.protocol_version
@@ -102,30 +115,6 @@ class BusFamily(ABC):
     def byteorder(self) -> str:
         return "little"
 
-    # ----------------------------------------------------------- framing
-    @abstractmethod
-    def instruction_packet(self, servo_id: int, instruction: int, params: bytes = b"") -> bytes: ...
-
-    @abstractmethod
-    def status_packet(self, servo_id: int, error: int, params: bytes = b"") -> bytes: ...
-
-    @abstractmethod
-    def parse_status(self, buf: bytearray):
-        """Take one status packet from the front of ``buf`` -> (status, consumed, corrupt)."""
-
-    @abstractmethod
-    def parse_instruction(self, buf: bytearray):
-        """Servo side: ((id, instruction, params), consumed, corrupt)."""
-
-    @abstractmethod
-    def status_length(self, n_params: int) -> int: ...
-
-    @abstractmethod
-    def encode(self, model: str, register: str, value: int) -> bytes: ...
-
-    @abstractmethod
-    def decode(self, model: str, register: str, data: bytes) -> int: ...
-
     def field(self, value: int) -> bytes:
         """An address or length field of an instruction."""
         return int(value).to_bytes(self.address_bytes, "little")
@@ -136,24 +125,24 @@ class BusFamily(ABC):
         return int.from_bytes(params[:n], "little"), int.from_bytes(params[n : 2 * n], "little")
 
     def ping(self, sid: int) -> bytes:
-        return self.instruction_packet(sid, INST_PING)
+        return self.instruction_packet(sid, self.INST_PING)
 
     def read(self, sid: int, addr: int, size: int) -> bytes:
-        return self.instruction_packet(sid, INST_READ, self.field(addr) + self.field(size))
+        return self.instruction_packet(sid, self.INST_READ, self.field(addr) + self.field(size))
 
     def write(self, sid: int, addr: int, data: bytes) -> bytes:
-        return self.instruction_packet(sid, INST_WRITE, self.field(addr) + bytes(data))
+        return self.instruction_packet(sid, self.INST_WRITE, self.field(addr) + bytes(data))
 
     def sync_read(self, addr: int, size: int, ids) -> bytes:
         params = self.field(addr) + self.field(size) + bytes(ids)
-        return self.instruction_packet(self.broadcast_id, INST_SYNC_READ, params)
+        return self.instruction_packet(self.broadcast_id, self.INST_SYNC_READ, params)
 
     def sync_write(self, addr: int, size: int, items) -> bytes:
         params = bytearray(self.field(addr) + self.field(size))
         for sid, data in items:
             params.append(sid)
             params += data
-        return self.instruction_packet(self.broadcast_id, INST_SYNC_WRITE, bytes(params))
+        return self.instruction_packet(self.broadcast_id, self.INST_SYNC_WRITE, bytes(params))
 
     # PING answer: parameter count, and the model number when the answer carries it
     ping_reply_params: ClassVar[int] = 0
@@ -162,17 +151,17 @@ class BusFamily(ABC):
         return None
 
     # ------------------------------------------------------------ errors
+    # fatal: the status error byte says the instruction failed (its data is not valid);
+    # describe: status byte -> actionable messages; describe_hardware: the same for fault bits
+    # (``hardware_error_register``, else the status byte)
     @abstractmethod
-    def fatal(self, error: int) -> bool:
-        """Whether a status error byte means the instruction failed (its data is not valid)."""
+    def fatal(self, error: int) -> bool: ...
 
     @abstractmethod
-    def describe(self, error: int) -> list[str]:
-        """Status error byte -> actionable messages."""
+    def describe(self, error: int) -> list[str]: ...
 
     @abstractmethod
-    def describe_hardware(self, bits: int) -> list[str]:
-        """Hardware fault bits (``hardware_error_register``, else the status byte) -> messages."""
+    def describe_hardware(self, bits: int) -> list[str]: ...
 
     # ------------------------------------------------- driver conventions
     def torque_writes(self, on: bool) -> Writes:
@@ -183,12 +172,10 @@ class BusFamily(ABC):
         return ()
 
     @abstractmethod
-    def velocity_unit_rad_s(self, model: str) -> float:
-        """Present_Velocity LSB in rad/s."""
+    def velocity_unit_rad_s(self, model: str) -> float: ...  # Present_Velocity LSB
 
     @abstractmethod
-    def effort_nm(self, model: str, regs: Mapping[str, int]) -> float:
-        """Estimated torque from the ``state_registers`` of one servo."""
+    def effort_nm(self, model: str, regs: Mapping[str, int]) -> float: ...  # from state_registers
 
     # ---------------------------------------------------- emulated device
     def factory_defaults(self, model: str) -> Writes:
@@ -198,14 +185,13 @@ class BusFamily(ABC):
         """Status byte of a servo carrying the hardware fault bits ``fault``."""
         return fault
 
+    # Present_* registers from the state (position ticks, velocity ticks/s, load fraction,
+    # voltage V, temperature C); a WRITE applied as the firmware does -> result bits (0 = ok)
     @abstractmethod
-    def present_registers(self, model: str, state: Mapping[str, float], fault: int) -> dict[str, int]:
-        """Present_* registers of an emulated servo from its state (position ticks, velocity
-        ticks/s, load fraction, voltage V, temperature C)."""
+    def present_registers(self, model: str, state: Mapping[str, float], fault: int) -> dict[str, int]: ...
 
     @abstractmethod
-    def device_write(self, servo, addr: int, data: bytes) -> int:
-        """Apply a WRITE as the servo firmware does; returns the status result bits (0 = ok)."""
+    def device_write(self, servo, addr: int, data: bytes) -> int: ...
 
     # malformed or unsupported requests: the result the servo answers with (None: it stays silent)
     bad_length_result: ClassVar[Optional[int]] = None

@@ -15,11 +15,10 @@ manuals (the same addresses LeRobot uses).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar, Optional
+from typing import Optional
 
-from lerobot_drivers.family import BusFamily
+from lerobot_drivers.family import BusFamily, Status
 
 HEADER = b"\xff\xff"
 BROADCAST_ID = 0xFE
@@ -243,13 +242,6 @@ def describe_error(error: int) -> list[str]:
     return out
 
 
-@dataclass
-class Status:
-    servo_id: int
-    error: int
-    params: bytes
-
-
 def parse_status(buf: bytearray) -> tuple[Optional[Status], int, bool]:
     """Try to take one status packet from the front of ``buf``.
 
@@ -308,18 +300,17 @@ class FeetechFamily(BusFamily):
     hardware_error_register = None
     model_number_register = STS_SMS_TABLE["Model_Number"]
     nominal_voltage = 12.0
-    fault_bits: ClassVar[Mapping[str, int]] = {
-        "overheat": ERRBIT_OVERHEAT,
-        "overload": ERRBIT_OVERLOAD,
-        "voltage": ERRBIT_VOLTAGE,
-    }
+    fault_bits = {"overheat": ERRBIT_OVERHEAT, "overload": ERRBIT_OVERLOAD, "voltage": ERRBIT_VOLTAGE}
     status_return_level = ("Response_Status_Level", 1)
-
-    def model(self, model):
-        return get_model(model)
-
-    def table(self, model):
-        return control_table(model)
+    model = staticmethod(get_model)
+    table = staticmethod(control_table)
+    instruction_packet = staticmethod(instruction_packet)
+    status_packet = staticmethod(status_packet)
+    parse_status = staticmethod(parse_status)
+    parse_instruction = staticmethod(parse_instruction)
+    status_length = staticmethod(status_length)
+    encode = staticmethod(encode_register)
+    decode = staticmethod(decode_register)
 
     def protocol_of(self, model):
         return get_model(model).protocol
@@ -342,27 +333,6 @@ class FeetechFamily(BusFamily):
     @property
     def byteorder(self):
         return "little" if self.protocol_version == 0 else "big"
-
-    def instruction_packet(self, servo_id, instruction, params=b""):
-        return instruction_packet(servo_id, instruction, params)
-
-    def status_packet(self, servo_id, error, params=b""):
-        return status_packet(servo_id, error, params)
-
-    def parse_status(self, buf):
-        return parse_status(buf)
-
-    def parse_instruction(self, buf):
-        return parse_instruction(buf)
-
-    def status_length(self, n_params):
-        return status_length(n_params)
-
-    def encode(self, model, register, value):
-        return encode_register(model, register, value)
-
-    def decode(self, model, register, data):
-        return decode_register(model, register, data)
 
     def fatal(self, error):
         return False  # the status bits report conditions (overheat, overload...); data is still valid

@@ -16,7 +16,6 @@ import time
 from typing import Optional
 
 from lerobot_drivers.bus import get_family
-from lerobot_drivers.family import INST_PING, INST_READ, INST_SYNC_READ, INST_SYNC_WRITE, INST_WRITE
 from lerobot_drivers.servo_emulator.servo import EmulatedServo
 
 
@@ -34,10 +33,7 @@ class EmulatedBus:
         hand_motion_ticks: float = 0.0,
         hand_period_s: float = 4.0,
     ):
-        try:
-            fam = get_family(family)
-        except ValueError:
-            raise ValueError(f"unknown protocol family {family!r}: use 'feetech' or 'dynamixel'") from None
+        fam = get_family(family)
         self.family = family
         self.protocol_version = protocol_version
         self.wire_time = wire_time
@@ -139,18 +135,18 @@ class EmulatedBus:
         request_len = len(params) + fam.instruction_overhead
         bcast = sid == fam.broadcast_id
         span_len = 2 * fam.address_bytes  # address + length fields
-        if inst == INST_PING:
+        if inst == fam.INST_PING:
             for servo in self._addressed(sid, baud):
                 self._reply(servo, self._status(servo, params=fam.ping_reply(servo)), request_len)
                 request_len = 0
-        elif inst == INST_READ and not bcast and (len(params) == span_len or fam.bad_length_result):
+        elif inst == fam.INST_READ and not bcast and (len(params) == span_len or fam.bad_length_result):
             addr, size = fam.span(params)
             for servo in self._addressed(sid, baud):
                 if len(params) != span_len or (fam.readable_end and addr + size > fam.readable_end):
                     self._reply(servo, self._status(servo, fam.bad_length_result), request_len)
                     continue
                 self._reply(servo, self._status(servo, params=servo.read_bytes(addr, size)), request_len)
-        elif inst == INST_WRITE and (len(params) > fam.address_bytes or fam.bad_length_result):
+        elif inst == fam.INST_WRITE and (len(params) > fam.address_bytes or fam.bad_length_result):
             for servo in self._addressed(sid, baud):
                 if len(params) <= fam.address_bytes:
                     result = fam.bad_length_result
@@ -159,7 +155,7 @@ class EmulatedBus:
                     result = servo.write_bytes(addr, params[fam.address_bytes :])
                 if not bcast and servo.replies_to_writes():
                     self._reply(servo, self._status(servo, result), request_len)
-        elif inst == INST_SYNC_READ and bcast and len(params) >= span_len and fam.supports_sync_read:
+        elif inst == fam.INST_SYNC_READ and bcast and len(params) >= span_len and fam.supports_sync_read:
             addr, size = fam.span(params)
             for wanted in params[span_len:]:
                 servo = self._listening(wanted, baud)
@@ -167,7 +163,7 @@ class EmulatedBus:
                     continue  # absent servo: the driver times out on it
                 self._reply(servo, self._status(servo, params=servo.read_bytes(addr, size)), request_len)
                 request_len = 0
-        elif inst == INST_SYNC_WRITE and bcast and len(params) >= span_len:
+        elif inst == fam.INST_SYNC_WRITE and bcast and len(params) >= span_len:
             addr, size = fam.span(params)
             body, step = params[span_len:], size + 1
             for i in range(0, len(body) - size, step):

@@ -26,31 +26,9 @@ from lerobot_drivers.bus import FAMILIES
 from lerobot_drivers.robots import get_robot_spec
 from lerobot_drivers.servo_emulator.bus import EmulatedBus
 
-_TERMIOS_SPEEDS = {
-    getattr(termios, f"B{b}"): b
-    for b in (
-        9600,
-        19200,
-        38400,
-        57600,
-        115200,
-        230400,
-        460800,
-        500000,
-        576000,
-        921600,
-        1000000,
-        1152000,
-        2000000,
-        2500000,
-        3000000,
-        3500000,
-        4000000,
-    )
-    if hasattr(termios, f"B{b}")
-}
-
-FAULTS = ("overheat", "overload", "voltage")
+_BAUDS = (9600, 19200, 38400, 57600, 115200, 230400, 460800, 500000, 576000, 921600)
+_BAUDS += (1000000, 1152000, 2000000, 2500000, 3000000, 3500000, 4000000)
+_TERMIOS_SPEEDS = {getattr(termios, f"B{b}"): b for b in _BAUDS if hasattr(termios, f"B{b}")}
 
 
 class ServoBusEmulator(EmulatedBus):
@@ -62,22 +40,9 @@ class ServoBusEmulator(EmulatedBus):
         servos: dict[int, str],
         protocol_version: Optional[int] = None,
         link_path: Optional[str] = None,
-        wire_time: bool = True,
-        tau_s: float = 0.05,
-        initial_positions: Optional[dict[int, float]] = None,
-        hand_motion_ticks: float = 0.0,
-        hand_period_s: float = 4.0,
+        **bus_options,  # wire_time, tau_s, initial_positions, hand_motion_ticks, hand_period_s
     ):
-        super().__init__(
-            family,
-            servos,
-            protocol_version,
-            wire_time,
-            tau_s,
-            initial_positions,
-            hand_motion_ticks,
-            hand_period_s,
-        )
+        super().__init__(family, servos, protocol_version, **bus_options)
         self.link_path = link_path
         self.master_fd = -1
         self.slave_fd = -1
@@ -114,19 +79,11 @@ class ServoBusEmulator(EmulatedBus):
         self.master_fd = self.slave_fd = -1
 
     def start(self) -> ServoBusEmulator:
-        self._open_pty()
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._serve, name="servo-emulator", daemon=True)
-        self._thread.start()
+        self.replug()
         return self
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=2.0)
-            self._thread = None
-        with self._io_lock:
-            self._close_pty()
+        self.unplug()
         if self.link_path and os.path.islink(self.link_path):
             os.unlink(self.link_path)
 
@@ -138,7 +95,10 @@ class ServoBusEmulator(EmulatedBus):
 
     def unplug(self) -> None:
         """Like pulling the USB cable: the pty disappears (the driver's reads/writes fail)."""
-        self.stop_thread_only()
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+            self._thread = None
         with self._io_lock:
             self._close_pty()
 
@@ -148,12 +108,6 @@ class ServoBusEmulator(EmulatedBus):
         self._stop.clear()
         self._thread = threading.Thread(target=self._serve, name="servo-emulator", daemon=True)
         self._thread.start()
-
-    def stop_thread_only(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=2.0)
-            self._thread = None
 
     # ---------------------------------------------------------------- I/O
     def _client_baud(self) -> Optional[int]:
