@@ -220,3 +220,25 @@ def test_emulator_process_moved_by_hand_then_mirrors_a_goal(tmp_path):
         bus.enable_torque()
         assert _settles(bus, 1, 2500)
         assert emu.call("get", 1, "Present_Position") == bus.read(1, "Present_Position")
+
+
+def test_a_registered_family_works_by_name_everywhere(tmp_path, monkeypatch):
+    """A new family is a BusFamily subclass plus its FAMILIES entry: bus and emulator take it by name."""
+    from lerobot_drivers.bus import FAMILIES
+
+    class SlowDynamixel(dxl.DynamixelFamily):
+        name = "slow_dynamixel"
+        baud_rates = {57_600: 1, 115_200: 2}
+
+    monkeypatch.setitem(FAMILIES, "slow_dynamixel", SlowDynamixel(2))
+    emu = ServoBusEmulator("slow_dynamixel", {1: "xl430-w250"}, link_path=str(tmp_path / "tty")).start()
+    try:
+        with MotorBus(emu.port, "slow_dynamixel", {1: "xl430-w250"}, baudrate=57_600, timeout_s=0.5) as bus:
+            emu.servos[1].set("Baud_Rate", 1)
+            assert bus.ping(1) == 1060
+            with pytest.raises(ValueError, match="slow_dynamixel servos do not support 1000000 baud"):
+                bus.set_baudrate(1_000_000)
+            bus.set_baudrate(115_200)
+            assert bus.read(1, "Baud_Rate") == 2
+    finally:
+        emu.stop()
