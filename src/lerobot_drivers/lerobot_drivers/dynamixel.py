@@ -378,18 +378,14 @@ class DynamixelFamily(BusFamily):
     status_length = staticmethod(status_length)
     encode = staticmethod(encode_register)
     decode = staticmethod(decode_register)
+    describe = staticmethod(describe_error)
+    describe_hardware = staticmethod(describe_hardware_error)
 
     def model_number_from_ping(self, params):
         return params[0] | (params[1] << 8) if len(params) >= 2 else None
 
     def fatal(self, error):
         return bool(error & 0x7F)
-
-    def describe(self, error):
-        return describe_error(error)
-
-    def describe_hardware(self, bits):
-        return describe_hardware_error(bits)
 
     def configure_writes(self, motor, model, leader):
         mode = OPERATING_MODES["current_position" if motor.endswith("gripper") else "extended_position"]

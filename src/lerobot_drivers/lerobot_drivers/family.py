@@ -151,17 +151,13 @@ class BusFamily(ABC):
         return None
 
     # ------------------------------------------------------------ errors
-    # fatal: the status error byte says the instruction failed (its data is not valid);
-    # describe: status byte -> actionable messages; describe_hardware: the same for fault bits
+    # status error byte -> actionable messages; the same for the hardware fault bits
     # (``hardware_error_register``, else the status byte)
-    @abstractmethod
-    def fatal(self, error: int) -> bool: ...
+    describe: ClassVar[Callable[[int], list[str]]]
+    describe_hardware: ClassVar[Callable[[int], list[str]]]
 
     @abstractmethod
-    def describe(self, error: int) -> list[str]: ...
-
-    @abstractmethod
-    def describe_hardware(self, bits: int) -> list[str]: ...
+    def fatal(self, error: int) -> bool: ...  # the instruction failed (its data is not valid)
 
     # ------------------------------------------------- driver conventions
     def torque_writes(self, on: bool) -> Writes:

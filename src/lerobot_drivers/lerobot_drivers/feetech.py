@@ -311,6 +311,8 @@ class FeetechFamily(BusFamily):
     status_length = staticmethod(status_length)
     encode = staticmethod(encode_register)
     decode = staticmethod(decode_register)
+    describe = staticmethod(describe_error)
+    describe_hardware = staticmethod(describe_error)
 
     def protocol_of(self, model):
         return get_model(model).protocol
@@ -336,12 +338,6 @@ class FeetechFamily(BusFamily):
 
     def fatal(self, error):
         return False  # the status bits report conditions (overheat, overload...); data is still valid
-
-    def describe(self, error):
-        return describe_error(error)
-
-    def describe_hardware(self, bits):
-        return describe_error(bits)
 
     def torque_writes(self, on):
         return (("Torque_Enable", int(on)), ("Lock", int(on)))
