@@ -91,7 +91,7 @@ def cycle_rate(robot: str, seconds: float, per_register: bool) -> float:
         arm = ArmBus(spec, os.path.join(tmp, "tty"), timeout_s=0.05)
         arm.connect()
         arm.hold_present()
-        regs = arm._registers
+        regs = arm.family.state_registers
         goals = {n: 0.05 for n in spec.joint_names}
         n = timeouts = 0
         t0 = time.perf_counter()

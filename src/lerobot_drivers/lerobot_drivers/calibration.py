@@ -32,7 +32,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Optional, Union
 
-from lerobot_drivers.robots import DEGREES, FEETECH, RANGE_0_100, RANGE_M100_100, RobotSpec
+from lerobot_drivers.bus import get_family
+from lerobot_drivers.robots import DEGREES, RANGE_0_100, RANGE_M100_100, RobotSpec
 
 FIELDS = ("id", "drive_mode", "homing_offset", "range_min", "range_max")
 
@@ -173,7 +174,8 @@ class Normalizer:
         check_against_spec(calibration, spec)
         self.spec = spec
         self.calibration = calibration
-        self.apply_drive_mode = spec.bus == FEETECH  # Dynamixel inverts in the servo (Drive_Mode register)
+        # a family that keeps the drive mode in the servo inverts there, not here
+        self.apply_drive_mode = not get_family(spec.bus).stores_drive_mode
         self.resolutions = resolutions or {m.name: 4096 for m in spec.motors}
         self._mode = {m.name: m.norm_mode for m in spec.motors}
 

@@ -49,7 +49,7 @@ from lerobot_msgs.msg import RecorderStatus, StreamStatus
 from lerobot_msgs.srv import StartEpisode
 from lerobot_recorder.contract import Contract, ContractError
 from lerobot_recorder.episode_control import EpisodeConfig, EpisodeError, State
-from lerobot_recorder.live_recorder import MODES, LiveConfig, LiveRecorder, RecorderError
+from lerobot_recorder.live_recorder import MODES, LiveConfig, LiveRecorder, NoMessageYetError, RecorderError
 
 QOS_STATUS = QoSProfile(
     depth=1,
@@ -275,18 +275,18 @@ class RecorderNode(LifecycleNode):
             try:
                 fut.result(timeout=30)
                 return
-            except Exception as exc:
-                if "no message received yet" not in str(exc):
-                    self._error = f"auto_record: {exc}"
-                    self.get_logger().error(self._error)
-                    self._publish_status()
-                    if self.cfg.exit_when_done:
-                        self._exit_code = 1
-                        self.finished.set()
-                    return
+            except NoMessageYetError as exc:
                 if time.monotonic() - t_log > 5.0:
                     t_log = time.monotonic()
                     self.get_logger().info(f"auto_record waiting: {exc}")
+            except Exception as exc:
+                self._error = f"auto_record: {exc}"
+                self.get_logger().error(self._error)
+                self._publish_status()
+                if self.cfg.exit_when_done:
+                    self._exit_code = 1
+                    self.finished.set()
+                return
             time.sleep(0.2)
 
     def on_deactivate(self, state) -> TransitionCallbackReturn:

@@ -17,6 +17,7 @@ from lerobot_recorder.live_recorder import (
     RESULT_SAVED,
     LiveConfig,
     LiveRecorder,
+    NoMessageYetError,
     RecorderError,
     cdr_header_stamp,
     check_dataset_root,
@@ -241,6 +242,18 @@ def test_worker_records_saves_discards_and_writes_raw_bags(tmp_path):
     assert state.shape == (oc.frames, 6) and np.all(np.diff(state[:, 0]) > 0)  # interpolated ramp
     assert r.tasks == ["unit task"]
     assert [p.name for p in RawRecording(tmp_path / "ds_raw").episodes()] == ["episode_000000"]
+
+
+def test_start_before_any_message_raises_no_message_yet_naming_the_topics(tmp_path):
+    rec, clock = _started_worker(tmp_path, mode="dataset", num_episodes=1)
+    try:
+        with pytest.raises(NoMessageYetError, match="are the sources running") as info:
+            rec.request("start").result(10)
+        assert info.value.topics == ["/cameras/front/image_raw", "/joint_states"]
+        _feed(rec, clock, clock.t, 0.3)  # once they arrive, the same request starts the episode
+        assert rec.request("start").result(10)["episode_index"] == 0
+    finally:
+        rec.close(save_pending=False)
 
 
 def test_samples_received_late_after_the_stop_settle_no_tick_past_it(tmp_path):
