@@ -108,7 +108,7 @@ class CameraNode(LifecycleNode):
             if self.cfg.publish_compressed
             else None
         )
-        self.pub_diag = self.create_publisher(DiagnosticArray, "diagnostics", QoSProfile(depth=10))
+        self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", QoSProfile(depth=10))
         self.source = None
         self.capture: Optional[CaptureThread] = None
         self._stalled = False
