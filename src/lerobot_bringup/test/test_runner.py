@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lerobot_bringup.testing import MessageCollector, wait_for_messages, wait_until
+from lerobot_core.ros.testing import MessageCollector, wait_for_messages, wait_until
 
 pytestmark = pytest.mark.ros
 

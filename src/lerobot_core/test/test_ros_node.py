@@ -4,7 +4,7 @@ import pytest
 import rclpy
 from rclpy.executors import ExternalShutdownException
 
-from lerobot_bringup.shutdown import until_shutdown
+from lerobot_core.ros.node import until_shutdown
 
 
 @pytest.fixture
