@@ -23,6 +23,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass
+from functools import partial
 
 import rclpy
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
@@ -124,8 +125,7 @@ class RecorderNode(LifecycleNode):
 
     # ------------------------------------------------------------------ parameters
     def _declare_parameters(self) -> None:
-        def p(name, default, description, **kw):
-            declare(self, name, default, description, **kw)
+        p = partial(declare, self)
 
         p("autostart", False, "configure and activate right after start")
         p("contract", "", "mapping contract YAML, or the name of an installed one (so101_one_camera)")

@@ -113,13 +113,10 @@ def run_node(
     try:
         with until_shutdown():
             node = make_node()
-            if autostart and node.get_parameter("autostart").value:
-                failed = configure_and_activate(node)
-                if failed is not None:
-                    node.get_logger().error(f"autostart: {failed} failed; exiting")
-                    code = 1
-            if code:
-                pass
+            failed = autostart and node.get_parameter("autostart").value and configure_and_activate(node)
+            if failed:
+                node.get_logger().error(f"autostart: {failed} failed; exiting")
+                code = 1
             elif spin is not None:
                 spin(node)
             else:
@@ -139,7 +136,8 @@ def run_node(
     finally:
         if node is not None:
             if on_exit is not None:
-                code = code or (on_exit(node) or 0)
+                safe_state_code = on_exit(node)
+                code = code or safe_state_code or 0
             if ex is not None:
                 ex.shutdown(timeout_sec=2.0)
             if spinner is not None:
