@@ -22,5 +22,9 @@ setup(
     maintainer_email="maintainers@lerobot-ros.dev",
     description=DESCRIPTION,
     license="Apache-2.0",
-    entry_points={"console_scripts": []},
+    entry_points={
+        # fixtures and a per-process ROS_DOMAIN_ID for every pytest run in the workspace (registered here
+        # only: a second registration would load the plugin twice)
+        "pytest11": ["lerobot_ros = lerobot_core.ros.testing.pytest_plugin"],
+    },
 )

@@ -11,22 +11,24 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import rclpy
 from builtin_interfaces.msg import Duration
 from lifecycle_msgs.msg import State as StateMsg
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from lerobot_bringup.shutdown import until_shutdown
+from lerobot_core.ros import qos
+from lerobot_core.ros.node import autostart_timer, run_node
+from lerobot_core.ros.params import declare
 from lerobot_msgs.action import RunPolicy
 from lerobot_msgs.msg import ActionChunk, PolicyStatus
 from lerobot_msgs.srv import LoadPolicy
@@ -40,10 +42,8 @@ from .safety import SafetyFilter, SafetyLimits
 
 COMMAND_INTERFACES = ("joint_state", "forward_position", "joint_trajectory")
 SO101_JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
-QOS_COMMAND = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)  # latest command only
-QOS_STATUS = QoSProfile(
-    depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
-)
+QOS_COMMAND = qos.LATEST  # latest command only
+QOS_STATUS = qos.LATCHED
 QOS_JOINTS = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
 
 
@@ -109,19 +109,11 @@ class PolicyNode(LifecycleNode):
             self.create_subscription(String, self.cfg.task_topic, self._on_task, QOS_STATUS)
         self._publish_status()
         if self.cfg.autostart:
-            self._autostart_timer = self.create_timer(0.01, self._autostart)
+            autostart_timer(self)
 
     # ------------------------------------------------------------------ parameters
     def _read_parameters(self) -> PolicyNodeConfig:
-        def p(name, default, description, read_only=True, **kw):
-            self.declare_parameter(
-                name, default, ParameterDescriptor(description=description, read_only=read_only, **kw)
-            )
-            return self.get_parameter(name).value
-
-        def frange(lo, hi):
-            return {"floating_point_range": [FloatingPointRange(from_value=lo, to_value=hi)]}
-
+        p = partial(declare, self)
         cfg = PolicyNodeConfig(
             policy_path=p("policy_path", "", "checkpoint directory as LeRobot saves it (pretrained_model/)"),
             device=p("device", "cpu", "torch device for inference (cpu, cuda, ...)"),
@@ -129,12 +121,12 @@ class PolicyNode(LifecycleNode):
             task_topic=p(
                 "task_topic", "", "std_msgs/String topic that sets the task; empty = parameter only"
             ),
-            fps=p("fps", 30.0, "policy action rate = the training dataset's fps [Hz]", **frange(1.0, 1000.0)),
+            fps=p("fps", 30.0, "policy action rate = the training dataset's fps [Hz]", range=(1.0, 1000.0)),
             interpolation_multiplier=p(
                 "interpolation_multiplier",
                 1,
                 "commands per policy action (linear interpolation); control rate = fps x this",
-                integer_range=[IntegerRange(from_value=1, to_value=20, step=1)],
+                range=(1, 20),
             ),
             queue_mode=p(
                 "queue_mode",
@@ -145,7 +137,7 @@ class PolicyNode(LifecycleNode):
                 "refill_threshold",
                 0.5,
                 "infer the next chunk when queue <= this x n_action_steps",
-                **frange(0.0, 1.0),
+                range=(0.0, 1.0),
             ),
             n_action_steps=p(
                 "n_action_steps", 0, "actions used per chunk; 0 = the checkpoint's n_action_steps"
@@ -179,13 +171,13 @@ class PolicyNode(LifecycleNode):
                 "max_step_rad",
                 0.05,
                 "max change of any joint command per control step [rad]",
-                **frange(1e-6, 10.0),
+                range=(1e-6, 10.0),
             ),
             max_observation_age_s=p(
                 "max_observation_age_s",
                 0.5,
                 "older observations -> hold the last command [s]",
-                **frange(0.001, 60.0),
+                range=(0.001, 60.0),
             ),
             run_on_activate=p(
                 "run_on_activate",
@@ -199,7 +191,7 @@ class PolicyNode(LifecycleNode):
                 50,
                 "SCHED_FIFO priority of the control thread (1-99) where permitted (CAP_SYS_NICE or an "
                 "rtprio limit; else normal scheduling with a warning); 0 = normal scheduling",
-                integer_range=[IntegerRange(from_value=0, to_value=99, step=1)],
+                range=(0, 99),
             ),
             autostart=p("autostart", False, "configure and activate right after start"),
         )
@@ -212,11 +204,6 @@ class PolicyNode(LifecycleNode):
         if cfg.joint_units not in ("rad", "deg"):
             raise ValueError(f"parameter joint_units={cfg.joint_units!r}: use rad or deg")
         return cfg
-
-    def _autostart(self) -> None:
-        self._autostart_timer.cancel()
-        if self.trigger_configure() == TransitionCallbackReturn.SUCCESS:
-            self.trigger_activate()
 
     def _limits(self) -> SafetyLimits:
         c, n = self.cfg, len(self.cfg.joint_names)
@@ -328,9 +315,7 @@ class PolicyNode(LifecycleNode):
         for key in self.policy.config.image_features:
             topic = f"cameras/{camera_name(key)}/image_raw"
             self._subs.append(
-                self.create_subscription(
-                    Image, topic, lambda m, k=key: self._on_image(k, m), qos_profile_sensor_data
-                )
+                self.create_subscription(Image, topic, lambda m, k=key: self._on_image(k, m), qos.SENSOR)
             )
         if self._pub_cmd is None:
             kind = {
@@ -582,23 +567,14 @@ def _duration(seconds: float) -> Duration:
 
 
 def main(args=None) -> int:
-    rclpy.init(args=args)
-    node = None
-    try:
-        with until_shutdown():
-            node = PolicyNode()
-            executor = MultiThreadedExecutor(num_threads=3)
-            executor.add_node(node)
-            executor.spin()
-    except ValueError as exc:  # bad parameter values
-        print(f"policy: error: {exc}")
-        return 2
-    finally:
-        if node is not None:
-            node.shutdown_safely()
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node(
+        PolicyNode,
+        args,
+        errors=(ValueError,),  # bad parameter values
+        error_prefix="policy: error",
+        executor=partial(MultiThreadedExecutor, num_threads=3),
+        on_exit=PolicyNode.shutdown_safely,
+    )
 
 
 if __name__ == "__main__":

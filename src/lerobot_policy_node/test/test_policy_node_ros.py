@@ -21,7 +21,7 @@ from sensor_msgs.msg import Image, JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
-from lerobot_bringup.testing import MessageCollector, RosProcess, wait_until  # noqa: E402
+from lerobot_core.ros.testing import MessageCollector, RosProcess, wait_until  # noqa: E402
 from lerobot_msgs.action import RunPolicy  # noqa: E402
 from lerobot_msgs.msg import ActionChunk, PolicyStatus  # noqa: E402
 from lerobot_msgs.srv import LoadPolicy  # noqa: E402

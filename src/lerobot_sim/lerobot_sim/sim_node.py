@@ -13,7 +13,6 @@ import time
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped
-from rcl_interfaces.msg import ParameterDescriptor
 from sensor_msgs.msg import CameraInfo, JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
@@ -47,11 +46,7 @@ class SimNode(SimBridgeNode):
         self._safety: SafetyLimits | None = None
 
     def _declare_extra(self) -> None:
-        def declare(name, default, description):
-            self.declare_parameter(
-                name, default, ParameterDescriptor(description=description, read_only=True)
-            )
-
+        declare = self._declare
         declare("cameras", ["front", "wrist"], "rendered cameras (front, wrist); [''] for none")
         declare("image_width", 320, "rendered image width [px]")
         declare("image_height", 240, "rendered image height [px]")
@@ -182,9 +177,9 @@ class SimNode(SimBridgeNode):
         return info
 
 
-def main(args=None) -> None:
-    run_node(SimNode, args)
+def main(args=None) -> int:
+    return run_node(SimNode, args)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
