@@ -11,8 +11,8 @@ from lerobot_bringup.profile import load_profile
 from lerobot_bringup.testing import MessageCollector, RosProcess, wait_until
 from lerobot_msgs.msg import EpisodeInfo
 
-SIM = Path(__file__).resolve().parents[1]
-BRINGUP = SIM.parent / "lerobot_bringup"
+BRINGUP = Path(__file__).resolve().parents[1]
+SIM = BRINGUP.parent / "lerobot_sim"
 PROFILES = ["sim_so101", "sim_so101_robot", "sim_gym_pusht", "sim_gym_aloha"]
 
 

@@ -86,6 +86,9 @@ from typing import Any
 
 import numpy as np
 
+from lerobot_core.time import NS_PER_S as _NS
+from lerobot_core.time import stamp_to_ns
+
 __all__ = [
     "HOLD",
     "NEAREST",
@@ -108,14 +111,8 @@ POLICIES = (HOLD, NEAREST, INTERPOLATE)
 HEADER, RECEIVE = "header", "receive"
 TIMELINES = (HEADER, RECEIVE)
 
-_NS = 1_000_000_000
 # a single pop_ready call emitting more ticks than this means the clock and the stamps disagree
 _MAX_TICKS_PER_CALL = 1_000_000
-
-
-def stamp_to_ns(stamp) -> int:
-    """builtin_interfaces/Time (anything with ``sec`` and ``nanosec``) as integer nanoseconds."""
-    return int(stamp.sec) * _NS + int(stamp.nanosec)
 
 
 def _seconds_to_ns(value: float | None, what: str) -> int | None:

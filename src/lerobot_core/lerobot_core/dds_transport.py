@@ -3,9 +3,9 @@
 Fast DDS puts a sample over shared memory only if it fits the *writer's* segment (512 KB by default):
 a 640x480 rgb8 image (900 KB) does not, so it goes out as ~15 UDP fragments on loopback, which a busy
 reader loses (socket buffer overflow) and reliable QoS then repairs after a heartbeat period, or
-best-effort QoS drops. The shipped profile (`config/fastdds_large_images.xml`) gives the publishing
-process a 32 MB shared-memory segment and UDP on 127.0.0.1 only. Readers need nothing: they map the
-writer's segment.
+best-effort QoS drops. The shipped profile (`config/fastdds_large_images.xml` beside this module,
+also installed to `share/lerobot_core/config/`) gives the publishing process a 32 MB shared-memory
+segment and UDP on 127.0.0.1 only. Readers need nothing: they map the writer's segment.
 
 It is applied only where the stack already keeps DDS on this host: Fast DDS is the RMW,
 ROS_AUTOMATIC_DISCOVERY_RANGE is LOCALHOST (env.sh), and the user has no profile file of their own.
@@ -27,12 +27,7 @@ def large_image_transport_profile(environ: Mapping[str, str] = os.environ) -> st
         return None
     if environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE", "").upper() != "LOCALHOST":
         return None
-    from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
-
-    try:
-        path = os.path.join(get_package_share_directory("lerobot_recorder"), "config", LARGE_IMAGE_PROFILE)
-    except PackageNotFoundError:
-        return None
+    path = os.path.join(os.path.dirname(os.path.realpath(__file__)), "config", LARGE_IMAGE_PROFILE)
     return path if os.path.isfile(path) else None
 
 

@@ -2,7 +2,7 @@
 
 A :class:`RobotSpec` says which motors a robot has (name, bus id, model, LeRobot normalisation
 mode), which bus family drives them, where LeRobot keeps its calibration file, and the joint
-limits in radians used by the driver, the URDF (``lerobot_bringup/urdf/so101.urdf``) and the sim.
+limits in radians used by the drivers, the policy node, the URDF (``lerobot_bringup/urdf/so101.urdf``) and the sim.
 
 Joint names and motor ids follow LeRobot (so_follower / so_leader / koch_follower / koch_leader):
 ``shoulder_pan, shoulder_lift, elbow_flex, wrist_flex, wrist_roll, gripper`` with ids 1..6.
@@ -10,7 +10,7 @@ Bimanual robots carry two arms with ``right_`` then ``left_`` prefixes (right fi
 
 Usage::
 
-    from lerobot_drivers.robots import get_robot_spec
+    from lerobot_core.robots import get_robot_spec
     spec = get_robot_spec("so101_follower")
     spec.joint_names            # ('shoulder_pan', ..., 'gripper')
     spec.limits["elbow_flex"]   # JointLimit(lower=-1.69, upper=1.69, velocity=..., effort=...)
@@ -18,14 +18,16 @@ Usage::
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
-RANGE_M100_100 = "range_m100_100"
-RANGE_0_100 = "range_0_100"
-DEGREES = "degrees"
-NORM_MODES = (RANGE_M100_100, RANGE_0_100, DEGREES)
+from lerobot_core.units import (  # noqa: F401
+    DEGREES,
+    NORM_MODES,
+    RANGE_0_100,
+    RANGE_M100_100,
+    degrees_to_radians,
+)
 
 FEETECH = "feetech"
 DYNAMIXEL = "dynamixel"
@@ -113,8 +115,7 @@ class RobotSpec:
         return replace(self, motors=motors, arms=arms)
 
 
-def _deg(value: float) -> float:
-    return math.radians(value)
+_deg = degrees_to_radians
 
 
 # SO-100/SO-101 joint limits (rad). They match urdf/so101.urdf in lerobot_bringup and the MuJoCo

@@ -14,12 +14,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Optional
 
+from lerobot_core.robots import FEETECH, RobotSpec
 from lerobot_drivers import dynamixel as dxl
 from lerobot_drivers import feetech as ft
 from lerobot_drivers.bus import MotorBus
 from lerobot_drivers.calibrate import bus_for_spec, read_calibration, write_calibration
 from lerobot_drivers.calibration import MotorCalibration, Normalizer
-from lerobot_drivers.robots import FEETECH, RobotSpec
 
 
 class CommandError(ValueError):

@@ -20,9 +20,11 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 
 from lerobot_bringup.shutdown import spin_until_shutdown
+from lerobot_core import topics
+from lerobot_core.dds_transport import use_large_image_transport
+from lerobot_core.image_conversion import encode_compressed, fill_image_msg
+from lerobot_core.time import seconds_to_stamp
 from lerobot_drivers.cameras import CameraError, CaptureThread, Frame, make_source, pinhole_k
-from lerobot_recorder.dds_transport import use_large_image_transport
-from lerobot_recorder.image_conversion import encode_compressed, fill_image_msg
 
 
 @dataclass(frozen=True)
@@ -42,11 +44,6 @@ class CameraConfig:
     jpeg_quality: int
     stall_timeout_s: float
     autostart: bool
-
-
-def _stamp(t: float) -> Time:
-    sec = int(t)
-    return Time(sec=sec, nanosec=int((t - sec) * 1e9))
 
 
 class CameraNode(LifecycleNode):
@@ -97,14 +94,14 @@ class CameraNode(LifecycleNode):
             stall_timeout_s=p("stall_timeout_s", 2.0, "no frame for this long = camera stalled [s]", **ro),
             autostart=p("autostart", False, "configure and activate right after start", **ro),
         )
-        base = f"cameras/{self.cfg.camera_name}"
+        cam = self.cfg.camera_name
         self.frame_id = self.cfg.frame_id or f"{self.cfg.camera_name}_optical_frame"
         # reliable depth 2: matches best-effort and reliable subscribers, never queues stale frames
         qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
-        self.pub_img = self.create_lifecycle_publisher(Image, f"{base}/image_raw", qos)
-        self.pub_info = self.create_lifecycle_publisher(CameraInfo, f"{base}/camera_info", qos)
+        self.pub_img = self.create_lifecycle_publisher(Image, topics.camera_topic(cam), qos)
+        self.pub_info = self.create_lifecycle_publisher(CameraInfo, topics.camera_info_topic(cam), qos)
         self.pub_comp = (
-            self.create_lifecycle_publisher(CompressedImage, f"{base}/image_raw/compressed", qos)
+            self.create_lifecycle_publisher(CompressedImage, topics.compressed_camera_topic(cam), qos)
             if self.cfg.publish_compressed
             else None
         )
@@ -181,7 +178,7 @@ class CameraNode(LifecycleNode):
     def _on_frame(self, frame: Frame) -> None:
         if not self._active or not self.context.ok():
             return
-        stamp = _stamp(frame.stamp)
+        stamp = seconds_to_stamp(frame.stamp, Time)
         msg = Image()
         msg.header.stamp = stamp
         msg.header.frame_id = self.frame_id

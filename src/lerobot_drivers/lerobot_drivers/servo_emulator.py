@@ -30,9 +30,9 @@ import time
 import tty
 from typing import Optional
 
+from lerobot_core.robots import DYNAMIXEL, FEETECH, get_robot_spec
 from lerobot_drivers import dynamixel as dxl
 from lerobot_drivers import feetech as ft
-from lerobot_drivers.robots import DYNAMIXEL, FEETECH, get_robot_spec
 
 _TERMIOS_SPEEDS = {
     getattr(termios, f"B{b}"): b

@@ -19,7 +19,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
 from lerobot_bringup.shutdown import spin_until_shutdown
-from lerobot_drivers.robots import get_robot_spec
+from lerobot_core.robots import get_robot_spec
 from lerobot_drivers.teleop import TeleopMapper, parse_joint_map
 
 

@@ -49,10 +49,10 @@ from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import Float64MultiArray
 
 from lerobot_bringup.shutdown import until_shutdown
+from lerobot_core.dds_transport import use_large_image_transport
+from lerobot_core.image_conversion import fill_image_msg
 from lerobot_msgs.msg import EpisodeInfo
 from lerobot_msgs.srv import ResetSim
-from lerobot_recorder.dds_transport import use_large_image_transport
-from lerobot_recorder.image_conversion import fill_image_msg
 from lerobot_sim.session import SimSession, StepResult, camera_images, make_env
 
 MODES = ("lockstep", "realtime")

@@ -29,9 +29,9 @@ from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray
 
+from lerobot_core.image_conversion import image_msg_to_rgb
 from lerobot_msgs.msg import EpisodeInfo
 from lerobot_msgs.srv import ResetSim
-from lerobot_recorder.image_conversion import image_msg_to_rgb
 from lerobot_sim.bridge_base import QOS_COMMAND, QOS_IMAGE, QOS_STATE
 from lerobot_sim.evaluation import SimUnavailableError
 from lerobot_sim.session import EpisodeState

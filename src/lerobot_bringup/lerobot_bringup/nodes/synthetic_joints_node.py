@@ -16,8 +16,9 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
 from lerobot_bringup.shutdown import spin_until_shutdown
+from lerobot_core.robots import SO_JOINTS
 
-SO101_JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
+SO101_JOINTS = list(SO_JOINTS)  # a parameter default must be a list
 
 
 @dataclass(frozen=True)

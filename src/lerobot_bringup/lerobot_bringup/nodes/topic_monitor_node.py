@@ -17,8 +17,8 @@ from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 
-from lerobot_bringup.rate import RateMeter
 from lerobot_bringup.shutdown import until_shutdown
+from lerobot_core.rate import RateMeter
 
 
 @dataclass(frozen=True)
