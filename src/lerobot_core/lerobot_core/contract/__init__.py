@@ -41,9 +41,9 @@ Modules: :mod:`.schema` (the file's keys and choices, validation, ContractError)
 table keyed by message type).
 """
 
-from .extraction import msgtype_of
-from .model import Contract
-from .schema import (
+from .extraction import msgtype_of  # noqa: F401 (the package is the public API)
+from .model import Contract  # noqa: F401
+from .schema import (  # noqa: F401
     COMPRESSED_IMAGE,
     DEFAULT_MAX_STALENESS,
     FIELDS,
@@ -66,29 +66,3 @@ from .schema import (
     VectorSource,
     normalize_msgtype,
 )
-
-__all__ = [
-    "COMPRESSED_IMAGE",
-    "DEFAULT_MAX_STALENESS",
-    "FIELDS",
-    "FLOAT64_MULTI_ARRAY",
-    "HEADERLESS_TYPES",
-    "IMAGE",
-    "IMAGE_PREFIX",
-    "IMAGE_TYPES",
-    "JOINT_STATE",
-    "JOINT_TRAJECTORY",
-    "NORM_MODES",
-    "QOS",
-    "STREAM_KEYS",
-    "STRING",
-    "UNITS",
-    "VECTOR_TYPES",
-    "Contract",
-    "ContractError",
-    "ImageSource",
-    "TopicStream",
-    "VectorSource",
-    "msgtype_of",
-    "normalize_msgtype",
-]
