@@ -14,10 +14,15 @@ setup(
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
         ("share/" + package_name, ["package.xml"] + glob("README.md")),
+        (
+            "share/" + package_name + "/config",
+            glob("lerobot_core/config/*.xml"),
+        ),  # for FASTDDS_DEFAULT_PROFILES_FILE
     ],
+    package_data={package_name: ["config/*.xml"]},
     install_requires=["setuptools", "numpy", "pyyaml"],
     extras_require={"test": ["pytest"]},  # lets `colcon test` run the pytest suite
-    zip_safe=True,
+    zip_safe=False,  # dds_transport reads config/ beside its module
     maintainer="lerobot_ros maintainers",
     maintainer_email="maintainers@lerobot-ros.dev",
     description=DESCRIPTION,

@@ -17,12 +17,14 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 
+from lerobot_core import topics
+from lerobot_core.dds_transport import use_large_image_transport
+from lerobot_core.image_conversion import encode_compressed, fill_image_msg
 from lerobot_core.ros import qos
 from lerobot_core.ros.node import autostart_timer, run_node
 from lerobot_core.ros.params import declare
+from lerobot_core.time import seconds_to_stamp
 from lerobot_drivers.cameras import CameraError, CaptureThread, Frame, make_source, pinhole_k
-from lerobot_recorder.dds_transport import use_large_image_transport
-from lerobot_recorder.image_conversion import encode_compressed, fill_image_msg
 
 
 @dataclass(frozen=True)
@@ -42,11 +44,6 @@ class CameraConfig:
     jpeg_quality: int
     stall_timeout_s: float
     autostart: bool
-
-
-def _stamp(t: float) -> Time:
-    sec = int(t)
-    return Time(sec=sec, nanosec=int((t - sec) * 1e9))
 
 
 class CameraNode(LifecycleNode):
@@ -86,12 +83,12 @@ class CameraNode(LifecycleNode):
             stall_timeout_s=p("stall_timeout_s", 2.0, "no frame for this long = camera stalled [s]"),
             autostart=p("autostart", False, "configure and activate right after start"),
         )
-        base = f"cameras/{self.cfg.camera_name}"
+        cam = self.cfg.camera_name
         self.frame_id = self.cfg.frame_id or f"{self.cfg.camera_name}_optical_frame"
-        self.pub_img = self.create_lifecycle_publisher(Image, f"{base}/image_raw", qos.IMAGES)
-        self.pub_info = self.create_lifecycle_publisher(CameraInfo, f"{base}/camera_info", qos.IMAGES)
+        self.pub_img = self.create_lifecycle_publisher(Image, topics.camera_topic(cam), qos.IMAGES)
+        self.pub_info = self.create_lifecycle_publisher(CameraInfo, topics.camera_info_topic(cam), qos.IMAGES)
         self.pub_comp = (
-            self.create_lifecycle_publisher(CompressedImage, f"{base}/image_raw/compressed", qos.IMAGES)
+            self.create_lifecycle_publisher(CompressedImage, topics.compressed_camera_topic(cam), qos.IMAGES)
             if self.cfg.publish_compressed
             else None
         )
@@ -163,7 +160,7 @@ class CameraNode(LifecycleNode):
     def _on_frame(self, frame: Frame) -> None:
         if not self._active or not self.context.ok():
             return
-        stamp = _stamp(frame.stamp)
+        stamp = seconds_to_stamp(frame.stamp, Time)
         msg = Image()
         msg.header.stamp = stamp
         msg.header.frame_id = self.frame_id

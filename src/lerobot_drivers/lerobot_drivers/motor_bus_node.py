@@ -17,15 +17,19 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Optional
 
+from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
+from lerobot_core.rate import RateMeter
+from lerobot_core.robots import get_robot_spec
 from lerobot_core.ros import qos
 from lerobot_core.ros.node import autostart_timer, run_node
 from lerobot_core.ros.params import declare
+from lerobot_core.time import seconds_to_stamp
 from lerobot_drivers.arm import ArmBus, CommandError, JointSample
 from lerobot_drivers.bus import BusError, BusTimeoutError, PortError
 from lerobot_drivers.calibration import (
@@ -34,7 +38,6 @@ from lerobot_drivers.calibration import (
     find_calibration_file,
     load_calibration,
 )
-from lerobot_drivers.robots import get_robot_spec
 
 SAFE_STATES = ("hold", "torque_off")
 
@@ -60,13 +63,6 @@ class MotorBusConfig:
     diagnostics_period_s: float
     publish_lerobot_units: bool
     autostart: bool
-
-
-def _stamp(t: float):
-    from builtin_interfaces.msg import Time
-
-    sec = int(t)
-    return Time(sec=sec, nanosec=int((t - sec) * 1e9))
 
 
 class MotorBusNode(LifecycleNode):
@@ -430,7 +426,7 @@ class MotorBusNode(LifecycleNode):
         consecutive_timeouts = 0
         last_health = 0.0
         last_reconnect = 0.0
-        rate_t0, rate_n = time.perf_counter(), 0
+        loop_rate = RateMeter()
         while self._running.is_set():
             now = time.perf_counter()
             if now < next_t:
@@ -460,11 +456,9 @@ class MotorBusNode(LifecycleNode):
                     self._health = self.arm.read_health()
                 consecutive_timeouts = 0
                 self._stats["cycles"] += 1
-                rate_n += 1
-                if rate_n >= 50:
-                    t = time.perf_counter()
-                    self._loop_hz = rate_n / (t - rate_t0)
-                    rate_t0, rate_n = t, 0
+                t = time.perf_counter()
+                loop_rate.tick(t)
+                self._loop_hz = loop_rate.rate(t)
             except PortError as exc:
                 self._bus_lost(str(exc))
             except BusTimeoutError as exc:
@@ -530,7 +524,7 @@ class MotorBusNode(LifecycleNode):
     # ---------------------------------------------------------------- output
     def _publish_sample(self, sample: JointSample) -> None:
         msg = JointState()
-        msg.header.stamp = _stamp(sample.stamp)
+        msg.header.stamp = seconds_to_stamp(sample.stamp, Time)
         msg.name = self._names
         msg.position = sample.position
         msg.velocity = sample.velocity

@@ -16,10 +16,10 @@ from functools import partial
 from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
 
+from lerobot_core.robots import get_robot_spec
 from lerobot_core.ros import qos
 from lerobot_core.ros.node import autostart_timer, run_node
 from lerobot_core.ros.params import declare
-from lerobot_drivers.robots import get_robot_spec
 from lerobot_drivers.teleop import TeleopMapper, parse_joint_map
 
 

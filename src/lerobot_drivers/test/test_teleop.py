@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from lerobot_drivers.robots import get_robot_spec
+from lerobot_core.robots import get_robot_spec
 from lerobot_drivers.teleop import TeleopMapper, parse_joint_map
 
 

@@ -15,7 +15,7 @@ from functools import partial
 
 import numpy as np
 import rclpy
-from builtin_interfaces.msg import Duration
+from builtin_interfaces.msg import Duration, Time
 from lifecycle_msgs.msg import State as StateMsg
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
@@ -26,22 +26,24 @@ from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from lerobot_core import topics
+from lerobot_core.image_conversion import image_msg_to_rgb
+from lerobot_core.robots import SO_JOINTS, get_robot_spec
 from lerobot_core.ros import qos
 from lerobot_core.ros.node import autostart_timer, run_node
 from lerobot_core.ros.params import declare
+from lerobot_core.time import NS_PER_S, ns_to_stamp, stamp_to_ns
 from lerobot_msgs.action import RunPolicy
 from lerobot_msgs.msg import ActionChunk, PolicyStatus
 from lerobot_msgs.srv import LoadPolicy
-from lerobot_recorder.image_conversion import image_msg_to_rgb
 
 from .action_queue import QUEUE_MODES, SchedulerConfig
 from .controller import RUNNING, ChunkInfo, PolicyController, joint_mapper
-from .observation import ObservationBuilder, ObservationSpec, camera_name
+from .observation import ObservationBuilder, ObservationSpec
 from .runtime import PolicyLoadError, load_policy
 from .safety import SafetyFilter, SafetyLimits
 
 COMMAND_INTERFACES = ("joint_state", "forward_position", "joint_trajectory")
-SO101_JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
 QOS_COMMAND = qos.LATEST  # latest command only
 QOS_STATUS = qos.LATCHED
 QOS_JOINTS = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
@@ -150,7 +152,7 @@ class PolicyNode(LifecycleNode):
             ),
             joint_names=p(
                 "joint_names",
-                SO101_JOINTS,
+                list(SO_JOINTS),
                 "robot joints in the policy's state/action order (names as LeRobot spells them)",
             ),
             joint_units=p(
@@ -159,7 +161,7 @@ class PolicyNode(LifecycleNode):
             robot=p(
                 "robot",
                 "so101_follower",
-                "robot type for default joint limits (lerobot_drivers.robots); empty = none",
+                "robot type for default joint limits (lerobot_core.robots); empty = none",
             ),
             joint_lower_limits=p(
                 "joint_lower_limits", [0.0], "lower joint limits [rad]; [0.0] = from the robot type"
@@ -211,14 +213,12 @@ class PolicyNode(LifecycleNode):
         upper = c.joint_upper_limits if len(c.joint_upper_limits) == n else None
         if (lower is None or upper is None) and c.robot:
             try:
-                from lerobot_drivers.robots import get_robot_spec
-
                 spec = get_robot_spec(c.robot)
                 lower = lower or [
                     spec.limits[j].lower if j in spec.limits else -np.inf for j in c.joint_names
                 ]
                 upper = upper or [spec.limits[j].upper if j in spec.limits else np.inf for j in c.joint_names]
-            except (ImportError, KeyError, ValueError) as exc:
+            except (KeyError, ValueError) as exc:
                 self.get_logger().warn(
                     f"no joint limits from robot {c.robot!r} ({exc}); commands are only rate-limited"
                 )
@@ -313,7 +313,7 @@ class PolicyNode(LifecycleNode):
             self.destroy_subscription(sub)
         self._subs = [self.create_subscription(JointState, "joint_states", self._on_joints, QOS_JOINTS)]
         for key in self.policy.config.image_features:
-            topic = f"cameras/{camera_name(key)}/image_raw"
+            topic = topics.camera_topic(topics.camera_name(key))
             self._subs.append(
                 self.create_subscription(Image, topic, lambda m, k=key: self._on_image(k, m), qos.SENSOR)
             )
@@ -374,9 +374,7 @@ class PolicyNode(LifecycleNode):
     # ------------------------------------------------------------------ inputs
     def _on_joints(self, msg: JointState) -> None:
         if self.controller is not None and len(msg.position):
-            self.controller.obs.push_joints(
-                msg.name, msg.position, msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-            )
+            self.controller.obs.push_joints(msg.name, msg.position, stamp_to_ns(msg.header.stamp))
 
     def _on_image(self, key: str, msg: Image) -> None:
         if self.controller is None:
@@ -386,9 +384,7 @@ class PolicyNode(LifecycleNode):
         except ValueError as exc:
             self.get_logger().error(f"camera {key}: {exc}", throttle_duration_sec=5.0)
             return
-        self.controller.obs.push_image(
-            key, rgb, msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-        )
+        self.controller.obs.push_image(key, rgb, stamp_to_ns(msg.header.stamp))
 
     def _on_task(self, msg: String) -> None:
         self.task = msg.data
@@ -424,7 +420,7 @@ class PolicyNode(LifecycleNode):
             inference_latency_s=info.latency_s,
             actions_skipped=info.skipped,
         )
-        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(int(info.obs_stamp_ns), 1_000_000_000)
+        msg.header.stamp = ns_to_stamp(info.obs_stamp_ns, Time)
         msg.trajectory.joint_names = list(self._action_names)
         period = 1.0 / self.cfg.fps
         msg.trajectory.points = [
@@ -562,8 +558,7 @@ class PolicyNode(LifecycleNode):
 
 
 def _duration(seconds: float) -> Duration:
-    sec = int(seconds)
-    return Duration(sec=sec, nanosec=int(round((seconds - sec) * 1e9)))
+    return ns_to_stamp(round(seconds * NS_PER_S), Duration)
 
 
 def main(args=None) -> int:

@@ -31,7 +31,7 @@ MAX_STEP = 0.05
 STATUS_QOS = QoSProfile(
     depth=50, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
 )
-SO101_LIMIT = 3.2  # every SO-101 joint limit lies within +-pi (lerobot_drivers.robots)
+SO101_LIMIT = 3.2  # every SO-101 joint limit lies within +-pi (lerobot_core.robots)
 
 
 class EmulatedRobot:

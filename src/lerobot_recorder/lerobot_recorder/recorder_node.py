@@ -36,13 +36,13 @@ from rclpy.serialization import deserialize_message
 from rclpy.task import Future
 from std_srvs.srv import Trigger
 
+from lerobot_core.contract import Contract, ContractError
 from lerobot_core.ros import qos
 from lerobot_core.ros.node import run_node
 from lerobot_core.ros.params import declare
 from lerobot_msgs.action import RecordEpisode
 from lerobot_msgs.msg import RecorderStatus, StreamStatus
 from lerobot_msgs.srv import StartEpisode
-from lerobot_recorder.contract import Contract, ContractError
 from lerobot_recorder.episode_control import EpisodeConfig, EpisodeError, State
 from lerobot_recorder.live_recorder import MODES, LiveConfig, LiveRecorder, NoMessageYetError, RecorderError
 

@@ -28,13 +28,13 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import Float64MultiArray
 
+from lerobot_core.dds_transport import use_large_image_transport
+from lerobot_core.image_conversion import fill_image_msg
 from lerobot_core.ros import qos
 from lerobot_core.ros.node import run_node as _run_node
 from lerobot_core.ros.params import declare
 from lerobot_msgs.msg import EpisodeInfo
 from lerobot_msgs.srv import ResetSim
-from lerobot_recorder.dds_transport import use_large_image_transport
-from lerobot_recorder.image_conversion import fill_image_msg
 from lerobot_sim.lockstep import LockstepCommandLoop
 from lerobot_sim.session import SimSession, StepResult, camera_images, make_env
 

@@ -30,7 +30,7 @@ from lerobot_sim.session import StepResult
 from lerobot_sim.so101_model import JOINT_NAMES, JointLimits, to_lerobot_units
 
 try:  # velocity limits of the real servos bound the change per step
-    from lerobot_drivers.robots import get_robot_spec
+    from lerobot_core.robots import get_robot_spec
 
     _VELOCITY = min(get_robot_spec("so101_follower").limits[n].velocity for n in JOINT_NAMES)
 except Exception:

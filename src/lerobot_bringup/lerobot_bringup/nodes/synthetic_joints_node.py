@@ -13,11 +13,12 @@ from functools import partial
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 
+from lerobot_core.robots import SO_JOINTS
 from lerobot_core.ros import qos
 from lerobot_core.ros.node import run_node
 from lerobot_core.ros.params import declare
 
-SO101_JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
+SO101_JOINTS = list(SO_JOINTS)  # a parameter default must be a list
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from functools import partial
 
 from rclpy.node import Node
 
-from lerobot_bringup.rate import RateMeter
+from lerobot_core.rate import RateMeter
 from lerobot_core.ros import qos
 from lerobot_core.ros.node import run_node
 from lerobot_core.ros.params import declare
