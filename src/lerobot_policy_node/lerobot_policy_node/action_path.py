@@ -1,16 +1,9 @@
 """ROS-free action path: observation history -> stateless policy -> chunk scheduling -> safety.
 
-The one way from observations to commands, shared by the policy node's controller (two threads,
-real time) and lerobot-sim-eval (lockstep, `ActionPath.step`): given the same observations, both
-compute the same actions.
-
-- `ObservationHistory` keeps the last `n_obs_steps` raw observations, oldest first; after a reset
-  (or a gap) its first observation fills it, as LeRobot's policy queues do. Conversion to policy
-  inputs is done when a batch is taken, once per observation, and the steps are stacked into
-  `(1, n_obs_steps, ...)`: the input every runtime policy takes (they keep no state of their own).
-- `ActionPath` takes one observation per policy action (`record`, every `interpolation_multiplier`
-  control ticks), asks the policy for a chunk when the scheduler wants one (`infer`), and hands out
-  the next action (`scheduler.tick`) through the safety filter (`command`).
+The one way from observations to commands, run by the policy node's controller (two threads, real
+time) and by lerobot-sim-eval (lockstep, `ActionPath.step`): the same observations give the same
+actions. The history keeps one raw observation per policy action, converts each once when a batch
+is taken and stacks them into `(1, n_obs_steps, ...)`, the input of every runtime policy.
 """
 
 from __future__ import annotations
@@ -48,7 +41,8 @@ class ChunkInfo:
 
 
 class ObservationHistory:
-    """The last `n_obs_steps` observations; `convert(values)` gives one step's (1, ...) policy inputs."""
+    """The last `n_obs_steps` observations; after a reset or a gap the first one fills it, as LeRobot's
+    policy queues do. `convert(values)` gives one step's (B, ...) policy inputs."""
 
     def __init__(self, n_obs_steps: int, convert: Callable[[Any], Mapping[str, np.ndarray]]):
         self.n_obs_steps = max(1, int(n_obs_steps))
@@ -153,10 +147,7 @@ class ActionPath:
         self.record(values)
         if self.scheduler.needs_inference():
             self.infer(self.history.frames(), task)
-        action = self.scheduler.tick()
-        if action is None:
-            raise RuntimeError("the action queue is empty right after inference (n_action_steps < 1?)")
-        return self.command(action).command
+        return self.command(self.scheduler.tick()).command
 
 
 def scheduler_config(policy_config, fps: float, mode: str = "replace", **overrides) -> SchedulerConfig:

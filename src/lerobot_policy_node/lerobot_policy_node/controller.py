@@ -88,7 +88,6 @@ class PolicyController:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._stale_reason = ""
         self.n_obs_steps = self.path.history.n_obs_steps
 
     @property
