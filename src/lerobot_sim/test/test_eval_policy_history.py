@@ -111,3 +111,33 @@ def test_non_native_history_checkpoint_builds_the_history_up_to_the_backend_call
             np.stack([_obs(s)["observation.images.front"].transpose(2, 0, 1) / 255.0 for s in steps]),
             atol=1e-6,
         )
+
+
+ACT_FIXTURE = DIFFUSION_FIXTURE.parent / "act_small" / "pretrained_model"
+
+
+def test_chunks_are_scheduled_by_the_shared_action_queue(tmp_path):
+    """ACT (chunk 10, n_action_steps 5): 5 actions of a chunk, then a chunk from that step's observation;
+    a checkpoint tuned with temporal ensembling gets a chunk every step, as in LeRobot."""
+    from lerobot_policy_node.runtime import load_policy
+
+    cp = CheckpointPolicy(str(ACT_FIXTURE))
+    cp.reset(0)
+    got = np.stack([cp.select_action(_obs(t)) for t in range(7)])
+    assert cp.path.chunks == 2 and cp.path.scheduler.cfg.mode == "replace"
+    ref = load_policy(ACT_FIXTURE)
+    first, second = (ref.predict_action_chunk(cp._batch(_obs(t)))[0] for t in (0, 5))
+    np.testing.assert_allclose(got, np.concatenate([first[:5], second[:2]]), atol=1e-6)
+
+    ensembled = tmp_path / "pretrained_model"
+    ensembled.mkdir()
+    for f in ACT_FIXTURE.iterdir():
+        (ensembled / f.name).write_bytes(f.read_bytes())
+    cfg = json.loads((ensembled / "config.json").read_text())
+    (ensembled / "config.json").write_text(json.dumps({**cfg, "temporal_ensemble_coeff": 0.01}))
+    cp = CheckpointPolicy(str(ensembled))
+    cp.reset(0)
+    assert np.allclose(cp.select_action(_obs(0)), first[0], atol=1e-6)
+    for t in range(1, 4):
+        cp.select_action(_obs(t))
+    assert cp.path.chunks == 4 and cp.path.scheduler.cfg.mode == "ensemble"
