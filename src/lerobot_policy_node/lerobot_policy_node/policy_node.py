@@ -2,8 +2,9 @@
 
 configure: load the checkpoint, subscribe to joint states and cameras. activate: start the control
 and inference threads (if `run_on_activate`) or wait for a `policy/run` goal. deactivate: stop
-and hold the last command. The work itself is in the ROS-free `controller`, `action_queue`,
-`observation` and `safety` modules; this class only wires parameters and messages.
+and hold the last command. The work itself is in the ROS-free `controller`, `action_path`
+(history, `action_queue`, `safety`, shared with lerobot-sim-eval) and `observation` modules; this
+class only wires parameters and messages.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ from lerobot_msgs.action import RunPolicy
 from lerobot_msgs.msg import ActionChunk, PolicyStatus
 from lerobot_msgs.srv import LoadPolicy
 
-from .action_queue import QUEUE_MODES, SchedulerConfig
+from .action_path import scheduler_config
+from .action_queue import QUEUE_MODES
 from .controller import RUNNING, ChunkInfo, PolicyController, joint_mapper
 from .observation import ObservationBuilder, ObservationSpec
 from .runtime import PolicyLoadError, load_policy
@@ -236,19 +238,14 @@ class PolicyNode(LifecycleNode):
                 torch.set_num_threads(self.cfg.torch_threads)
             policy = load_policy(path, device=device or "cpu")
             pc = policy.config
-            n_steps = self.cfg.n_action_steps or pc.n_action_steps
-            mode = self.cfg.queue_mode
-            coeff = self.cfg.temporal_ensemble_coeff
-            if pc.temporal_ensemble_coeff is not None and mode == "replace":
-                mode, coeff = "ensemble", pc.temporal_ensemble_coeff  # what the checkpoint was tuned for
-            sched = SchedulerConfig(
-                fps=self.cfg.fps,
-                n_action_steps=min(n_steps, pc.chunk_size),
-                chunk_size=pc.chunk_size,
-                mode=mode,
+            sched = scheduler_config(
+                pc,
+                self.cfg.fps,
+                self.cfg.queue_mode,
+                n_action_steps=self.cfg.n_action_steps,
                 refill_threshold=self.cfg.refill_threshold,
                 interpolation_multiplier=self.cfg.interpolation_multiplier,
-                ensemble_coeff=coeff,
+                ensemble_coeff=self.cfg.temporal_ensemble_coeff,
             )
             joints = list(self.cfg.joint_names)
             state = pc.state_feature
