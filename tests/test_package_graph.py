@@ -117,7 +117,7 @@ def test_lerobot_core_top_level_never_imports_rclpy():
 
 
 def test_the_checks_catch_a_violation(tmp_path, monkeypatch):
-    """A driver importing the recorder, undeclared, is reported by both checks (the temporary edge is not)."""
+    """A driver importing the recorder and bringup, undeclared, is reported by both checks."""
     fake = tmp_path / "src"
     pkg = fake / "lerobot_drivers"
     (pkg / "lerobot_drivers").mkdir(parents=True)
@@ -132,10 +132,14 @@ def test_the_checks_catch_a_violation(tmp_path, monkeypatch):
     )
     monkeypatch.setitem(globals(), "SRC", fake)
     assert undeclared("lerobot_drivers", tests=False) == [
+        "lerobot_drivers/lerobot_drivers/node.py:2: imports lerobot_bringup.shutdown, not declared in "
+        "lerobot_drivers/package.xml",
         "lerobot_drivers/lerobot_drivers/node.py:4: imports lerobot_recorder.contract, not declared in "
-        "lerobot_drivers/package.xml"
+        "lerobot_drivers/package.xml",
     ]
     assert upward("lerobot_drivers", tests=False) == [
+        "lerobot_drivers/lerobot_drivers/node.py:2: imports lerobot_bringup.shutdown, but lerobot_drivers "
+        "may only use ['lerobot_core', 'lerobot_msgs']",
         "lerobot_drivers/lerobot_drivers/node.py:4: imports lerobot_recorder.contract, but lerobot_drivers "
-        "may only use ['lerobot_core', 'lerobot_msgs']"
+        "may only use ['lerobot_core', 'lerobot_msgs']",
     ]
