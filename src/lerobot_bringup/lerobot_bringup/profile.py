@@ -37,7 +37,15 @@ import yaml
 
 _SUBST = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*|share:[A-Za-z0-9_]+)\}")
 _NODE_KEYS = {
-    "name", "package", "executable", "namespace", "parameters", "remappings", "required", "args", "stop_last"
+    "name",
+    "package",
+    "executable",
+    "namespace",
+    "parameters",
+    "remappings",
+    "required",
+    "args",
+    "stop_last",
 }
 _TOP_KEYS = {"description", "arguments", "nodes"}
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")

@@ -14,10 +14,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Optional
 
+from lerobot_core.robots import RobotSpec
 from lerobot_drivers.bus import MotorBus
 from lerobot_drivers.calibrate import bus_for_spec, read_calibration, write_calibration
 from lerobot_drivers.calibration import MotorCalibration, Normalizer
-from lerobot_drivers.robots import RobotSpec
 
 
 class CommandError(ValueError):

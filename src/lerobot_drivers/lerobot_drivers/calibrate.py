@@ -18,13 +18,13 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Optional
 
+from lerobot_core.robots import RobotSpec, get_robot_spec
 from lerobot_drivers.bus import MotorBus, get_family
 from lerobot_drivers.calibration import (
     MotorCalibration,
     calibration_path,
     save_calibration,
 )
-from lerobot_drivers.robots import RobotSpec, get_robot_spec
 
 
 def bus_for_spec(spec: RobotSpec, port: str, baudrate: int = 1_000_000, timeout_s: float = 0.02) -> MotorBus:

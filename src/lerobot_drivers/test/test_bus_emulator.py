@@ -16,7 +16,7 @@ ROBOTS = ["so101_follower", "koch_follower"]
 
 @pytest.fixture(params=ROBOTS)
 def emu_bus(request, tmp_path):
-    from lerobot_drivers.robots import get_robot_spec
+    from lerobot_core.robots import get_robot_spec
 
     spec = get_robot_spec(request.param)
     emu = emulator_for_robot(request.param, link_path=str(tmp_path / "tty"), tau_s=0.1).start()

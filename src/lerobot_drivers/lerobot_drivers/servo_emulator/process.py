@@ -22,8 +22,8 @@ import time
 import tty
 from typing import Optional
 
+from lerobot_core.robots import get_robot_spec
 from lerobot_drivers.bus import FAMILIES
-from lerobot_drivers.robots import get_robot_spec
 from lerobot_drivers.servo_emulator.bus import EmulatedBus
 
 _BAUDS = (9600, 19200, 38400, 57600, 115200, 230400, 460800, 500000, 576000, 921600)
