@@ -78,7 +78,14 @@ class MotorBusNode(LifecycleNode):
         self._torque_on = False
         self._thread: Optional[threading.Thread] = None
         self._running = threading.Event()
-        self._stats = {"cycles": 0, "reconnects": 0, "bus_errors": 0, "rejected_commands": 0, "clamped": 0}
+        self._stats = {
+            "cycles": 0,
+            "reconnects": 0,
+            "bus_errors": 0,
+            "rejected_commands": 0,
+            "clamped": 0,
+            "step_limited": 0,
+        }
         self._last_error = ""
         self._last_error_time = 0.0  # monotonic
         self._loop_hz = 0.0
@@ -524,6 +531,8 @@ class MotorBusNode(LifecycleNode):
         goals, report = self.arm.safe_goals(target, dict(zip(sample.names, sample.position, strict=False)))
         if report.clamped:
             self._stats["clamped"] += 1
+        if report.step_limited:
+            self._stats["step_limited"] += 1
         self.arm.write_goals(goals)
 
     # ---------------------------------------------------------------- output
@@ -570,7 +579,8 @@ class MotorBusNode(LifecycleNode):
             "bus_errors": str(self._stats["bus_errors"]),
             "reconnects": str(self._stats["reconnects"]),
             "rejected_commands": str(self._stats["rejected_commands"]),
-            "clamped_commands": str(self._stats["clamped"]),
+            "clamped_commands": str(self._stats["clamped"]),  # outside the joint limits
+            "step_limited_commands": str(self._stats["step_limited"]),  # beyond max_step_rad
             "torque": "on" if self._torque_on else "off",
         }
         if stats is not None:

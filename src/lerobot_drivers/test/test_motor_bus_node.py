@@ -132,8 +132,14 @@ def test_step_bound_limits_each_goal(ros_node, emu):
             for a, b in zip(moves, moves[1:], strict=False)
         ]
         assert max(speeds) < 5.0
-        # every clamped goal is counted on /diagnostics
-        assert wait_until(lambda: _diag_value(diag, "clamped_commands") > 0, 10)
+        # every bounded goal is counted on /diagnostics, and so is a goal outside the joint limits
+        assert wait_until(lambda: _diag_value(diag, "step_limited_commands") > 0, 10)
+        assert _diag_value(diag, "clamped_commands") == 0
+        assert drive(
+            cmd,
+            Float64MultiArray(data=[0.0, 0.0, 10.0, 0.0, 0.0, 0.0]),
+            lambda: _diag_value(diag, "clamped_commands") > 0,
+        )
 
 
 def _t(msg):
