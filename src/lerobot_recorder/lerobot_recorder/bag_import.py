@@ -72,6 +72,7 @@ class ImportSummary:
     skipped_segments: int = 0
     bag_seconds: float = 0.0
     wall_seconds: float = 0.0
+    video_settings: str = ""  # every encoder setting, printed in the report
 
     @property
     def frames(self) -> int:
@@ -103,6 +104,8 @@ class ImportSummary:
             f"imported {len(self.episodes)} episode(s), {self.frames} frames, {self.dropped_ticks} dropped ticks "
             f"into {self.output}",
         ]
+        if self.video_settings:
+            lines.append(f"  video: {self.video_settings}")
         if self.wall_seconds > 0 and self.bag_seconds > 0:
             lines.append(
                 f"  {self.bag_seconds:.1f} s of recording in {self.wall_seconds:.1f} s "
@@ -409,6 +412,8 @@ def import_bags(
         raise BagImportError(f"{output}: {exc}") from None
 
     summary = ImportSummary(output=output)
+    if writer.video_keys:
+        summary.video_settings = writer.encoder_settings
     bar = ProgressBar(sum(p.total_messages for p in plans), stream=progress_stream, enabled=progress)
     t0 = time.monotonic()
     try:
@@ -559,11 +564,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split-topic", metavar="TOPIC", help="each message on TOPIC starts a new episode")
     p.add_argument("--resume", action="store_true", help="append to an existing dataset")
     p.add_argument(
-        "--vcodec", help="video codec: libsvtav1 (default), h264, hevc, ... (--resume: the dataset's)"
+        "--vcodec",
+        help="video codec: libsvtav1 (default), h264, hevc, a hardware encoder (h264_nvenc, av1_qsv, ...) "
+        "or auto (first hardware encoder that opens here, else libsvtav1); --resume: the dataset's",
     )
     p.add_argument("--crf", type=int, help="video constant-quality factor (default 30, LeRobot's)")
     p.add_argument(
-        "--preset", help="encoder speed preset (libsvtav1: 0-13, default 12; h264: ultrafast..veryslow)"
+        "--preset",
+        help="encoder speed preset (libsvtav1: 0-13, default 12 = LeRobot 0.4.4's; h264: ultrafast..veryslow)",
     )
     p.add_argument(
         "--latency-margin",

@@ -40,7 +40,16 @@ from .tables import (
     tasks_table,
     write_parquet,
 )
-from .video import CameraEncoder, codec_options, concat_mp4, count_frames, resolve_encoder, video_info
+from .video import (
+    CameraEncoder,
+    codec_options,
+    concat_mp4,
+    count_frames,
+    describe_settings,
+    encoder_pix_fmt,
+    resolve_encoder,
+    video_info,
+)
 
 _LOG = logging.getLogger(__name__)
 
@@ -200,7 +209,7 @@ class DatasetWriter:
         self._user_key_set = set(self._user_keys)
         self._schema = fmt.data_schema(self.features)
         self.vcodec = resolve_encoder(vcodec) if self.video_keys else vcodec
-        self.pix_fmt = pix_fmt
+        self.pix_fmt = encoder_pix_fmt(self.vcodec, pix_fmt) if self.video_keys else pix_fmt
         self._options = codec_options(self.vcodec, g, crf, preset)
         self._queue_size = int(queue_size)
         self._block = on_backpressure == "block"
@@ -250,6 +259,11 @@ class DatasetWriter:
     @property
     def total_frames(self) -> int:
         return int(self.info["total_frames"])
+
+    @property
+    def encoder_settings(self) -> str:
+        """Every video encoder setting in one line, e.g. "libsvtav1 yuv420p crf=30 g=2 preset=12"."""
+        return describe_settings(self.vcodec, self.pix_fmt, self._options)
 
     @property
     def episode_frames(self) -> int:
