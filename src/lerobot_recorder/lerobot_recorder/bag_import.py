@@ -571,7 +571,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--crf", type=int, help="video constant-quality factor (default 30, LeRobot's)")
     p.add_argument(
         "--preset",
-        help="encoder speed preset (libsvtav1: 0-13, default 12 = LeRobot 0.4.4's; h264: ultrafast..veryslow)",
+        help="encoder speed preset (libsvtav1: 0-13, default 10 = what LeRobot 0.4.4 encodes at; h264: ultrafast..veryslow)",
     )
     p.add_argument(
         "--latency-margin",

@@ -159,7 +159,11 @@ class RecorderNode(LifecycleNode):
         p("streams", [""], "record only these features / topics of the contract ([''] = all)")
         p("vcodec", "libsvtav1", "video codec (libsvtav1, libx264, h264, ...)")
         p("crf", 30, "video quality (lower = better, bigger)", ir=(0, 63))
-        p("preset", "", "encoder preset: svt-av1 0-13, x264 ultrafast..veryslow; '' = writer default")
+        p(
+            "preset",
+            "",
+            "encoder preset: svt-av1 0-13, x264 ultrafast..veryslow; '' = LeRobot 0.4.4's quality (svt-av1 10)",
+        )
         p("encoder_queue_size", 30, "frames each camera encoder may queue before backpressure", ir=(1, 10000))
         p("latency_margin_s", 0.1, "ticks older than now - margin are settled [s]", fr=(0.0, 10.0))
         p("rate_tolerance", 0.9, "a stream is below rate under tolerance x expected rate", fr=(0.01, 1.0))

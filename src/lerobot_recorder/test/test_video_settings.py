@@ -22,7 +22,7 @@ FEATURES = {"observation.images.front": {"dtype": "video", "shape": (96, 128, 3)
 def test_defaults_are_lerobot_044_effective_settings(tmp_path):
     w = DatasetWriter.create(tmp_path / "ds", fps=15, features=FEATURES)
     try:
-        assert w.encoder_settings == "libsvtav1 yuv420p crf=30 g=2 preset=12"
+        assert w.encoder_settings == "libsvtav1 yuv420p crf=30 g=2 preset=10"
     finally:
         w.finalize()
     assert LEROBOT_VIDEO_SETTINGS == {
@@ -30,9 +30,9 @@ def test_defaults_are_lerobot_044_effective_settings(tmp_path):
         "pix_fmt": "yuv420p",
         "g": 2,
         "crf": 30,
-        "preset": 12,
+        "preset": 10,
     }
-    assert codec_options("libsvtav1", 2, 30, 10)["preset"] == "10"  # faster/slower presets stay options
+    assert codec_options("libsvtav1", 2, 30, 12)["preset"] == "12"  # faster/slower presets stay options
 
 
 @pytest.mark.parametrize(

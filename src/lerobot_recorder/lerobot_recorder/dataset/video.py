@@ -26,12 +26,14 @@ _LOG = logging.getLogger(__name__)
 os.environ.setdefault("SVT_LOG", "1")
 
 
-# LeRobot 0.4.4's effective encoder settings, read in its source (lerobot/datasets/video_utils.py):
-# encode_video_frames and the streaming encoder both default to libsvtav1, yuv420p, g 2, crf 30, and
-# for libsvtav1 they pass preset 12 explicitly when the caller gives none (so SVT-AV1's own default,
-# 10, is never what LeRobot uses). The writer, the live recorder and the bag import default to these;
-# docs/benchmarks.md prints what faster or slower presets cost in quality.
-LEROBOT_VIDEO_SETTINGS = {"vcodec": "libsvtav1", "pix_fmt": "yuv420p", "g": 2, "crf": 30, "preset": 12}
+# LeRobot 0.4.4's effective encoder settings. Its source (lerobot/datasets/video_utils.py) passes
+# libsvtav1, yuv420p, g 2, crf 30 and, when the caller gives no preset, preset "12". But LeRobot 0.4.4
+# pins PyAV 15 (av>=15,<16), whose wheels bundle SVT-AV1 3.0.0, and SVT-AV1 3.0.0 maps preset 12 to
+# M10 ("Preset M12 is mapped to M10" in its log): LeRobot encodes at M10. Our PyAV 18 bundles SVT-AV1
+# 4.1.0, which maps 12 to M11 (visibly worse on sudden scene changes), so LeRobot's quality here is
+# preset 10. The writer, the live recorder and the bag import default to these; faster presets stay
+# available as options (docs/benchmarks.md prints what they cost in quality).
+LEROBOT_VIDEO_SETTINGS = {"vcodec": "libsvtav1", "pix_fmt": "yuv420p", "g": 2, "crf": 30, "preset": 10}
 
 # Encoders that take a constant-quality `crf` option.
 _CRF_CODECS = {"h264", "libx264", "hevc", "libx265", "libsvtav1", "libaom-av1"}

@@ -262,7 +262,7 @@ class DatasetWriter:
 
     @property
     def encoder_settings(self) -> str:
-        """Every video encoder setting in one line, e.g. "libsvtav1 yuv420p crf=30 g=2 preset=12"."""
+        """Every video encoder setting in one line, e.g. "libsvtav1 yuv420p crf=30 g=2 preset=10"."""
         return describe_settings(self.vcodec, self.pix_fmt, self._options)
 
     @property
