@@ -8,12 +8,15 @@ mcap bag with rosbags (real CDR), then imported into a LeRobotDataset v3. Prints
   * baseline 1 - reading + deserializing the bag with rosbags alone (the floor for any importer)
   * stage 2    - + alignment + contract conversion (everything but the dataset writer)
   * baseline 2 - encoding the same frames with PyAV alone, same codec settings (the floor for any
-                 writer using that codec)
-  * full       - the whole import, per codec (LeRobot's libsvtav1 crf 30 g 2, and h264 ultrafast)
+                 writer using that codec; benchmarks/video_floor.py)
+  * full       - the whole import, per codec: the default (LeRobot 0.4.4's quality: libsvtav1 crf 30 g 2
+                 at M10), faster presets and h264 ultrafast
 
-and the ratio of the full import to real time (target >= 10x) and to baseline 1.
+with, per codec, the exact encoder settings (identical for floor and import), the import's throughput
+and CPU against the floor (targets >= 0.9x and <= 1.1x), the PSNR of the decoded frames against their
+source frames (floor and import), and the ratio of the import to real time (target >= 10x).
 
-    python benchmarks/recorder_import.py [--seconds 20] [--codecs libsvtav1,h264:ultrafast] [--keep DIR]
+    python benchmarks/recorder_import.py [--seconds 20] [--codecs libsvtav1,libsvtav1:12,h264:ultrafast] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -29,11 +32,13 @@ from pathlib import Path
 
 import numpy as np
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
+from video_floor import bare_encode, decode, encoder_settings, parse_spec, psnr
 
 from lerobot_recorder import bag_io
 from lerobot_recorder.alignment import Aligner
 from lerobot_recorder.bag_import import import_bags
 from lerobot_recorder.contract import Contract
+from lerobot_recorder.dataset import DatasetReader
 
 JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
 CAM = "/cameras/front/image_raw"
@@ -133,42 +138,13 @@ def align_and_convert(bag: Path, c: Contract) -> int:
     return frames
 
 
-def encode_only(n: int, noise: int, vcodec: str, preset: str) -> tuple[float, float]:
-    """(wall s, CPU s) of PyAV encoding n scene frames alone, with the writer's codec settings.
-
-    Frames are converted to I420 the writer's way (rgb_to_yuv420p) rather than by libswscale inside
-    PyAV, which costs ~3.4 ms per VGA frame here: this is the codec's floor, not the converter's.
-    """
-    import av
-
-    from lerobot_recorder.dataset.video import codec_options, resolve_encoder, rgb_to_yuv420p
-
-    frames = scene_frames(60, noise=noise)
-    name = resolve_encoder(vcodec)
-    options = codec_options(name, 2, 30, (int(preset) if preset.isdigit() else preset) if preset else None)
-    path = Path(tempfile.mkdtemp(prefix="enc_only_")) / "v.mp4"
-    t, c = time.perf_counter(), time.process_time()
-    with av.open(str(path), "w") as out:
-        stream = out.add_stream(name, rate=30, options=options)
-        stream.width, stream.height, stream.pix_fmt = 640, 480, "yuv420p"
-        for i in range(n):
-            yuv = rgb_to_yuv420p(frames[i % len(frames)])
-            for packet in stream.encode(av.VideoFrame.from_ndarray(yuv, format="yuv420p")):
-                out.mux(packet)
-        for packet in stream.encode(None):
-            out.mux(packet)
-    wall, cpu = time.perf_counter() - t, time.process_time() - c
-    shutil.rmtree(path.parent, ignore_errors=True)
-    return wall, cpu
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=float, default=20.0, help="recording length in the bag")
     ap.add_argument(
         "--codecs",
-        default="libsvtav1,h264:ultrafast",
-        help="comma-separated vcodec[:preset] list for the full import (default: LeRobot's libsvtav1, fast h264)",
+        default="libsvtav1,libsvtav1:12,h264:ultrafast",
+        help="comma-separated vcodec[:preset] list (default: LeRobot's quality, SVT preset 12, fast h264)",
     )
     ap.add_argument(
         "--noise", type=int, default=3, help="+- sensor noise per pixel (0: clean frames, encode faster)"
@@ -203,19 +179,29 @@ def main() -> int:
             ("stage 2: + align + convert (no writer)", t_align, c_align),
         ]
         results = []
+        sources = scene_frames(60, noise=args.noise)  # what write_bag put in the bag, cycled
+        truth = [sources[k % len(sources)] for k in range(frames)]
         for spec in args.codecs.split(","):
-            vcodec, _, preset = spec.partition(":")
-            t_enc, c_enc = encode_only(frames, args.noise, vcodec, preset)
+            _, _, settings = encoder_settings(spec)
+            floor_path = work / "floor.mp4"
+            t_enc, c_enc = bare_encode(lambda i: sources[i % len(sources)], frames, spec, floor_path)
+            q_floor = psnr(truth, decode(floor_path))
             rows.append((f"baseline 2: PyAV encode alone ({spec})", t_enc, c_enc))
-            options = {"preset": int(preset) if preset.isdigit() else preset} if preset else {}
+            vcodec, preset = parse_spec(spec)
+            options = {"preset": preset} if preset is not None else {}
             shutil.rmtree(out, ignore_errors=True)
             t, c = time.perf_counter(), time.process_time()
             summary = import_bags(
                 [bag], contract(), out, vcodec=vcodec, progress=False, writer_options=options
             )
             t_full, c_full = time.perf_counter() - t, time.process_time() - c
+            if summary.video_settings != settings:
+                raise RuntimeError(
+                    f"import used {summary.video_settings!r}, floor {settings!r}: not equal settings"
+                )
+            q_import = psnr(truth, list(DatasetReader(out).video_frames("observation.images.front", 0)))
             rows.append((f"full import ({spec}, {summary.frames} frames)", t_full, c_full))
-            results.append((spec, t_full, c_full, c_enc, summary))
+            results.append((spec, settings, t_full, c_full, t_enc, c_enc, q_floor, q_import, summary))
         rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         # Wall time depends on what else runs on the machine; CPU time (all threads) much less so.
         # "2 free cores" = real / (CPU / 2): what two idle cores would give with main thread and
@@ -226,12 +212,20 @@ def main() -> int:
             est = f"{real / (cpu / 2):>23.1f}" if cpu else ""
             cpu_text = f"{cpu:>8.2f}" if cpu else f"{'':>8}"
             print(f"{name:<50}{secs:>8.2f}{cpu_text}{frames / secs:>10.1f}{real / secs:>15.1f}{est}")
-        for spec, t_full, c_full, c_enc, summary in results:
+        print(
+            "per codec (floor = bare PyAV, same frames, same settings; PSNR over RGB vs the source frames):"
+        )
+        for spec, settings, t_full, c_full, t_enc, c_enc, q_floor, q_import, summary in results:
             ratio, est = real / t_full, real / (c_full / 2)
             verdict = "PASS" if ratio >= 10 else ("PASS on 2 free cores (est.)" if est >= 10 else "FAIL")
+            speed, cpu = t_enc / t_full, c_full / c_enc
             print(
-                f"import [{spec}] vs real time: {ratio:.1f}x wall, {est:.1f}x on 2 free cores (est.) "
-                f"(target >= 10x: {verdict}); CPU {c_full / c_enc:.2f}x that of encoding alone; "
+                f"  [{spec}] settings (floor and import): {settings}\n"
+                f"    import vs floor: throughput {speed:.2f}x (target >= 0.9: {'PASS' if speed >= 0.9 else 'FAIL'}), "
+                f"CPU {cpu:.2f}x (target <= 1.1: {'PASS' if cpu <= 1.1 else 'FAIL'})\n"
+                f"    quality: floor PSNR mean {q_floor[0]:.2f} dB, worst frame {q_floor[1]:.2f} dB; "
+                f"import mean {q_import[0]:.2f} dB, worst frame {q_import[1]:.2f} dB\n"
+                f"    vs real time: {ratio:.1f}x wall, {est:.1f}x on 2 free cores (est.) (target >= 10x: {verdict}); "
                 f"frames {summary.frames}, dropped ticks {summary.dropped_ticks}"
             )
         print(f"peak RSS: {rss_before:.0f} MB before the imports, {rss_after:.0f} MB after (process max)")
