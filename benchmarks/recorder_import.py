@@ -45,8 +45,29 @@ CAM = "/cameras/front/image_raw"
 NS = 1_000_000_000
 
 
-def scene_frames(n: int, h: int = 480, w: int = 640, noise: int = 3) -> list[np.ndarray]:
-    """Camera-like frames: a lit gradient, a moving textured object and sensor noise."""
+def cut_frames(n: int, h: int = 480, w: int = 640, every: int = 1) -> list[np.ndarray]:
+    """Sudden full-frame changes: a new random textured scene every `every` frame(s) (a camera switched,
+    a light turned on), the frame number as 8 black/white stripes on top."""
+    frames = []
+    xx = np.mgrid[0:h, 0:w][1]
+    for i in range(n):
+        rng = np.random.default_rng(i // every)
+        img = np.empty((h, w, 3), np.uint8)
+        img[:] = rng.integers(0, 255, 3)
+        img[..., 0] = (img[..., 0] + (xx * rng.integers(1, 4)) % 256).astype(np.uint8)
+        for bit in range(8):
+            img[:30, bit * (w // 8) : (bit + 1) * (w // 8)] = 255 if (i >> bit) & 1 else 0
+        frames.append(img)
+    return frames
+
+
+def scene_frames(
+    n: int, h: int = 480, w: int = 640, noise: int = 3, scene: str = "camera"
+) -> list[np.ndarray]:
+    """Camera-like frames: a lit gradient, a moving textured object and sensor noise (scene "camera"),
+    or sudden full-frame changes (scene "cuts", see cut_frames)."""
+    if scene == "cuts":
+        return cut_frames(n, h, w)
     rng = np.random.default_rng(0)
     yy, xx = np.mgrid[0:h, 0:w]
     base = np.stack([60 + xx * 120 // w, 50 + yy * 100 // h, 90 + (xx + yy) * 60 // (w + h)], axis=2)
@@ -62,8 +83,8 @@ def scene_frames(n: int, h: int = 480, w: int = 640, noise: int = 3) -> list[np.
     return frames
 
 
-def write_bag(path: Path, seconds: float, noise: int = 3) -> dict:
-    frames = scene_frames(60, noise=noise)
+def write_bag(path: Path, seconds: float, noise: int = 3, scene: str = "camera") -> dict:
+    frames = scene_frames(60, noise=noise, scene=scene)
     t0 = 1_700_000_000 * NS
     events = []
     for i in range(int(seconds * 100)):
@@ -149,6 +170,12 @@ def main() -> int:
     ap.add_argument(
         "--noise", type=int, default=3, help="+- sensor noise per pixel (0: clean frames, encode faster)"
     )
+    ap.add_argument(
+        "--scene",
+        choices=("camera", "cuts"),
+        default="camera",
+        help="camera: moving object on a lit gradient; cuts: a new scene every frame (where presets differ)",
+    )
     ap.add_argument("--keep", help="keep the bag and the dataset in this directory")
     args = ap.parse_args()
     os.environ.setdefault("SVT_LOG", "1")
@@ -159,10 +186,10 @@ def main() -> int:
     shutil.rmtree(out, ignore_errors=True)
     try:
         t = time.perf_counter()
-        meta = write_bag(bag, args.seconds, args.noise)
+        meta = write_bag(bag, args.seconds, args.noise, args.scene)
         t_write = time.perf_counter() - t
         print(
-            f"bag: {meta['seconds']:.0f} s, {meta['camera_frames']} VGA rgb8 frames @30 fps + "
+            f"bag: {meta['seconds']:.0f} s, {meta['camera_frames']} VGA rgb8 frames @30 fps (scene {args.scene}) + "
             f"{meta['joint_msgs']} JointState @100 Hz x2, noise +-{args.noise}, {meta['bytes'] / 1e6:.0f} MB mcap (written in {t_write:.1f} s)"
         )
         t, c = time.perf_counter(), time.process_time()
@@ -179,7 +206,9 @@ def main() -> int:
             ("stage 2: + align + convert (no writer)", t_align, c_align),
         ]
         results = []
-        sources = scene_frames(60, noise=args.noise)  # what write_bag put in the bag, cycled
+        sources = scene_frames(
+            60, noise=args.noise, scene=args.scene
+        )  # what write_bag put in the bag, cycled
         truth = [sources[k % len(sources)] for k in range(frames)]
         for spec in args.codecs.split(","):
             _, _, settings = encoder_settings(spec)
