@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import tempfile
 import threading
@@ -171,3 +172,4 @@ def test_ray_local_cluster_gives_the_serial_dataset(bags, serial, tmp_path):
         assert_same_dataset(serial, out)
     finally:
         ray.shutdown()
+        shutil.rmtree(ray_tmp, ignore_errors=True)
