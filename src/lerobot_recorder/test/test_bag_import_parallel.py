@@ -153,10 +153,10 @@ def test_unreachable_ray_address_is_a_clear_error_within_seconds(bags, tmp_path)
 
 
 @pytest.mark.slow
-def test_ray_local_cluster_gives_the_serial_dataset(bags, serial, tmp_path):
+def test_ray_local_cluster_gives_the_serial_dataset_even_when_a_worker_dies(bags, serial, tmp_path):
     ray = pytest.importorskip("ray", reason="ray is in requirements.txt; run ./setup.sh")
     # A short private temp dir: Ray's socket paths must stay under the Unix limit, and other Ray
-    # users on this machine keep their own session.
+    # users on this machine keep their own session. Local only, on 127.0.0.1.
     ray_tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")
     ray.init(
         num_cpus=2,
@@ -170,6 +170,33 @@ def test_ray_local_cluster_gives_the_serial_dataset(bags, serial, tmp_path):
         summary = import_bags(bags, contract(), out, split_topic=SPLIT, progress=False, ray_address="local")
         assert summary.frames == DatasetReader(serial).num_frames
         assert_same_dataset(serial, out)
+
+        # again, killing one Ray worker while it converts a bag: Ray reruns the task, the dataset is the same
+        out2 = tmp_path / "ds2"
+        parts = Path(f"{out2}.parts")
+        me = psutil.Process()
+        killed: list[int] = []
+
+        def kill_one_ray_worker_mid_bag():
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and not killed:
+                if any((p / "meta" / "info.json").exists() for p in parts.glob("bag-*")):
+                    for c in me.children(recursive=True):
+                        try:
+                            if c.cmdline() and c.cmdline()[0].startswith("ray::convert_bag_to_part"):
+                                os.kill(c.pid, signal.SIGKILL)
+                                killed.append(c.pid)
+                                return
+                        except psutil.Error:
+                            continue
+                time.sleep(0.01)
+
+        killer = threading.Thread(target=kill_one_ray_worker_mid_bag)
+        killer.start()
+        import_bags(bags, contract(), out2, split_topic=SPLIT, progress=False, ray_address="local")
+        killer.join()
+        assert killed, "no Ray worker was seen converting a bag"
+        assert_same_dataset(serial, out2)
     finally:
         ray.shutdown()
         shutil.rmtree(ray_tmp, ignore_errors=True)
