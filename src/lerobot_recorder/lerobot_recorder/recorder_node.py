@@ -142,7 +142,11 @@ class RecorderNode(LifecycleNode):
         p("streams", [""], "record only these features / topics of the contract ([''] = all)")
         p("vcodec", "libsvtav1", "video codec (libsvtav1, libx264, h264, ...)")
         p("crf", 30, "video quality (lower = better, bigger)", range=(0, 63))
-        p("preset", "", "encoder preset: svt-av1 0-13, x264 ultrafast..veryslow; '' = writer default")
+        p(
+            "preset",
+            "",
+            "encoder preset: svt-av1 0-13, x264 ultrafast..veryslow; '' = LeRobot 0.4.4's quality (svt-av1 10)",
+        )
         p(
             "encoder_queue_size",
             30,
