@@ -288,6 +288,9 @@ class SimBridgeNode(LifecycleNode):
         self._done_since: float | None = None
         self._target: np.ndarray | None = None
         self._steps_done = 0
+        self._late_periods = 0  # realtime: control periods skipped because a step overran its period
+        self._rt_origin = 0.0
+        self._rt_slot = 0
         self._t_start = time.monotonic()
         self._camera_infos: dict[str, CameraInfo] = {}
         self._last_result: StepResult | None = None
@@ -442,6 +445,9 @@ class SimBridgeNode(LifecycleNode):
         # would only move when it steps), and realtime means wall-clock pacing. Stamps in realtime mode
         # come from the node clock, so use_sim_time is honoured there.
         if self.cfg.mode == "realtime":
+            # rcl timers keep absolute deadlines (origin + k periods) and skip, not queue, the ones a
+            # long step overran; _on_timer counts those skips as late periods
+            self._rt_origin, self._rt_slot = time.monotonic(), 0
             self._timer = self.create_timer(1.0 / self.session.fps, self._on_timer, clock=self._steady)
         elif self.cfg.idle_republish_s > 0:
             self._timer = self.create_timer(self.cfg.idle_republish_s, self._on_idle, clock=self._steady)
@@ -543,7 +549,21 @@ class SimBridgeNode(LifecycleNode):
         self._steps_done += 1
         self._publish(result)
 
+    def _count_late_periods(self) -> None:
+        """Realtime: count the control periods since the last call that got no step (skipped deadlines)."""
+        slot = int((time.monotonic() - self._rt_origin) * self.session.fps)
+        missed = slot - self._rt_slot - 1
+        self._rt_slot = slot
+        if missed > 0:
+            self._late_periods += missed
+            self.get_logger().warn(
+                f"realtime: {self._late_periods} control period(s) of {1e3 / self.session.fps:.1f} ms missed "
+                "so far (a step overran its period; the machine is too busy for this rate)",
+                throttle_duration_sec=5.0,
+            )
+
     def _on_timer(self) -> None:
+        self._count_late_periods()
         if self.session.episode.done:
             now = time.monotonic()
             self._done_since = self._done_since or now
@@ -679,8 +699,11 @@ class SimBridgeNode(LifecycleNode):
                 KeyValue(key="episode_index", value=str(ep.episode_index)),
                 KeyValue(key="step", value=str(ep.step)),
                 KeyValue(key="steps_per_s", value=f"{self._steps_done / elapsed:.1f}"),
+                KeyValue(key="late_periods", value=str(self._late_periods)),
             ],
         )
+        if self._late_periods:
+            status.level = DiagnosticStatus.WARN
         msg = DiagnosticArray(status=[status])
         msg.header.stamp = self.get_clock().now().to_msg()
         self._pubs["diagnostics"].publish(msg)
@@ -700,10 +723,11 @@ def run_node(node_cls, args=None) -> None:
                     raise SystemExit(1)
                 if node.trigger_activate() != TransitionCallbackReturn.SUCCESS:
                     raise SystemExit(1)
+            # what exists now (modules, the env, message types) lives as long as the process: keep it out
+            # of the full collections that message churn triggers every few hundred steps (a full
+            # collection in realtime mode is a missed control period)
+            gc.freeze()
             if loop is not None:
-                # what exists now (modules, the env, message types) lives as long as the process: keep
-                # it out of the full collections that message churn triggers every few hundred steps
-                gc.freeze()
                 loop.spin()
             else:
                 rclpy.spin(node)
