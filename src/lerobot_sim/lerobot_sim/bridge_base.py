@@ -46,7 +46,7 @@ from rclpy.subscription import Subscription
 from rclpy.task import Task
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import CameraInfo, Image, JointState
-from std_msgs.msg import Float64MultiArray
+from std_msgs.msg import Float64MultiArray, Header
 
 from lerobot_bringup.shutdown import until_shutdown
 from lerobot_msgs.msg import EpisodeInfo
@@ -61,6 +61,10 @@ MODES = ("lockstep", "realtime")
 QOS_STATE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 QOS_IMAGE = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
 QOS_COMMAND = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+# sim/tick_ack: std_msgs/Header, frame_id = the consumer's name, stamp = the newest sim time it has taken
+# in completely; a stamp of TICK_ACK_RELEASE says it needs no more ticks (it finished)
+TICK_ACK_TOPIC = "sim/tick_ack"
+TICK_ACK_RELEASE = Time(sec=2**31 - 1, nanosec=0)
 QOS_LATCHED = QoSProfile(
     depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
 )
@@ -82,11 +86,16 @@ class BridgeConfig:
     single_camera_name: str
     robot_description_file: str
     idle_republish_s: float
+    required_consumers: tuple[str, ...] = ()
 
 
 def has_subscribers(publisher) -> bool:
     """Whether a volatile topic has a matched subscriber (publishing to none would reach no one)."""
     return publisher.get_subscription_count() > 0
+
+
+def _ns_of(stamp: Time) -> int:
+    return stamp.sec * 1_000_000_000 + stamp.nanosec
 
 
 def _stamp(ns: int) -> Time:
@@ -296,6 +305,12 @@ class SimBridgeNode(LifecycleNode):
         self._last_result: StepResult | None = None
         self._last_publish = 0.0
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
+        # lockstep: a command waits here until every required consumer took in the current tick
+        self._pending_action: np.ndarray | None = None
+        self._acks: dict[str, int] = {}  # consumer -> newest acknowledged sim time [ns]
+        self._seen_consumers: set[str] = set()
+        self._watch_timer = None
+        self.fatal_error = ""  # why the node stopped itself (run_node exits non-zero with it)
 
     def lockstep_loop(self) -> LockstepCommandLoop:
         """The node's :class:`LockstepCommandLoop`; from the next configure on, its lockstep command
@@ -355,6 +370,12 @@ class SimBridgeNode(LifecycleNode):
             "lockstep: republish the last observation when no command came "
             "for this long, so late subscribers get a first observation (0 = never)",
         )
+        self._declare(
+            "required_consumers",
+            [""],
+            "lockstep: node names that must acknowledge each tick on sim/tick_ack before the sim steps "
+            "past it (e.g. [recorder]); the sim stops when one of them leaves the graph",
+        )
         self._declare("autostart", False, "configure and activate right after start")
 
     def _declare_extra(self) -> None:
@@ -388,6 +409,7 @@ class SimBridgeNode(LifecycleNode):
             single_camera_name=p("single_camera_name").value,
             robot_description_file=p("robot_description_file").value,
             idle_republish_s=float(p("idle_republish_s").value),
+            required_consumers=tuple(n for n in p("required_consumers").value if n),
         )
 
     # ------------------------------------------------------------------ lifecycle
@@ -419,6 +441,15 @@ class SimBridgeNode(LifecycleNode):
                 self._pubs["robot_description"] = pub
         self._create_extra_publishers()
         self._setup_commands()
+        if self.cfg.mode == "lockstep" and self.cfg.required_consumers:
+            self._acks = {}
+            self._seen_consumers = set()
+            self._command_subscription(Header, TICK_ACK_TOPIC, self._on_tick_ack)
+            self._watch_timer = self.create_timer(0.5, self._watch_consumers, clock=self._steady)
+            self.get_logger().info(
+                f"lockstep: each tick waits for the acknowledgement of {list(self.cfg.required_consumers)} "
+                f"on {TICK_ACK_TOPIC}"
+            )
         if self._command_loop is not None:
             served = [s for s in self._subs if s.callback_group is self._command_loop.group]
             self._command_loop.serve(served)
@@ -472,10 +503,11 @@ class SimBridgeNode(LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def _cleanup(self) -> None:
-        for timer in (self._timer, self._diag_timer):
+        for timer in (self._timer, self._diag_timer, self._watch_timer):
             if timer is not None:
                 self.destroy_timer(timer)
-        self._timer = self._diag_timer = None
+        self._timer = self._diag_timer = self._watch_timer = None
+        self._pending_action = None
         for pub in list(self._pubs.values()) + [p for pair in self._cam_pubs.values() for p in pair]:
             self.destroy_publisher(pub)
         self._pubs.clear()
@@ -561,6 +593,51 @@ class SimBridgeNode(LifecycleNode):
                 "so far (a step overran its period; the machine is too busy for this rate)",
                 throttle_duration_sec=5.0,
             )
+
+    # ------------------------------------------------------------------ lockstep consumers
+    def _lockstep_step(self, action: np.ndarray) -> None:
+        """Lockstep: step with ``action`` once every required consumer took in the current tick."""
+        self._pending_action = action
+        self._step_if_acknowledged()
+
+    def _waiting_for(self) -> list[str]:
+        now = self.session.sim_time_ns if self.session is not None else 0
+        return [n for n in self.cfg.required_consumers if self._acks.get(n, -1) < now]
+
+    def _step_if_acknowledged(self) -> None:
+        if self._pending_action is None or self._waiting_for():
+            return
+        action, self._pending_action = self._pending_action, None
+        self._step(action)
+
+    def _on_tick_ack(self, msg: Header) -> None:
+        name = msg.frame_id
+        if name not in self.cfg.required_consumers:
+            return
+        ns = msg.stamp.sec * 1_000_000_000 + msg.stamp.nanosec
+        if msg.stamp.sec == TICK_ACK_RELEASE.sec and self._acks.get(name) != ns:
+            self.get_logger().info(f"lockstep: consumer {name!r} finished; the sim no longer waits for it")
+        self._acks[name] = max(ns, self._acks.get(name, -1))
+        self._step_if_acknowledged()
+
+    def _watch_consumers(self) -> None:
+        """A required consumer that left the graph (died) stops the sim: nothing may run past it."""
+        if self.fatal_error:
+            return
+        present = {name for name, _ns in self.get_node_names_and_namespaces()}
+        for name in self.cfg.required_consumers:
+            if name in present:
+                self._seen_consumers.add(name)
+            elif name in self._seen_consumers and self._acks.get(name) != _ns_of(TICK_ACK_RELEASE):
+                t = (self.session.sim_time_ns if self.session is not None else 0) / 1e9
+                self.fatal_error = (
+                    f"required consumer {name!r} left the ROS graph at sim time {t:.3f} s (did it die?); "
+                    "stopping the simulation (lockstep never runs past a consumer)"
+                )
+                self.get_logger().error(self.fatal_error)
+                self._active = False
+                rclpy.try_shutdown(context=self.context)
+                return
 
     def _on_timer(self) -> None:
         self._count_late_periods()
@@ -700,6 +777,10 @@ class SimBridgeNode(LifecycleNode):
                 KeyValue(key="step", value=str(ep.step)),
                 KeyValue(key="steps_per_s", value=f"{self._steps_done / elapsed:.1f}"),
                 KeyValue(key="late_periods", value=str(self._late_periods)),
+                KeyValue(
+                    key="waiting_for",
+                    value=",".join(self._waiting_for()) if self.cfg.required_consumers else "",
+                ),
             ],
         )
         if self._late_periods:
@@ -737,3 +818,5 @@ def run_node(node_cls, args=None) -> None:
         node._cleanup()
         node.destroy_node()
         rclpy.try_shutdown()
+    if node.fatal_error:
+        raise SystemExit(f"sim: {node.fatal_error}")
