@@ -173,6 +173,8 @@ class RosSO101SimConfig(RosRobotConfig):
     command_topic: str | None = "/forward_position_controller/commands"
     command_type: str | None = FLOAT64_MULTI_ARRAY
     limits_from: str | None = "so101_follower"
+    # the realtime sim holds a finished episode reset_delay_s (1 s) before the next, and lags under load
+    max_age_s: float | None = 2.0
 
 
 @RobotConfig.register_subclass("ros_so101")

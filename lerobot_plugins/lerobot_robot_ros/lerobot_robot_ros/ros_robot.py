@@ -69,6 +69,9 @@ class RosRobot(Robot):
         self._act_scale, self._act_offset = scale, offset
         self._safety = SafetyFilter(self._limits())
 
+    def __str__(self) -> str:
+        return f"ros robot {self.id or self.name}"
+
     # ------------------------------------------------------------------ features
     @property
     def observation_features(self) -> dict:
@@ -83,6 +86,12 @@ class RosRobot(Robot):
     @property
     def action_features(self) -> dict:
         return {name: float for name in self._action_names}
+
+    @property
+    def cameras(self) -> dict:
+        """Camera name -> the contract's image source (topic, type, size); LeRobot sizes its image
+        writer by how many there are. The robot reads them itself, in get_observation."""
+        return {f[len(IMAGE_PREFIX) :]: src for f, src in self._obs.images.items()}
 
     # ------------------------------------------------------------------ calibration (the driver's)
     @property

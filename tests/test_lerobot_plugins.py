@@ -1,0 +1,319 @@
+"""The LeRobot plugins (lerobot_plugins/) inside LeRobot 0.4.4, against the real simulated SO-101 over DDS.
+
+LeRobot runs in its own venv (scripts/make-lerobot-ref-venv.sh, default /work/lerobot-ref-venv, or
+$LEROBOT_REF_VENV) with the ROS 2 wheels and the plugins installed; the sim graph runs from this
+workspace (lerobot-launch). Both sides share this test module's ROS_DOMAIN_ID on loopback. Without that
+venv these tests fail with the reason: CI builds it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+REF_VENV = Path(os.environ.get("LEROBOT_REF_VENV", "/work/lerobot-ref-venv"))
+SIDE_PY = REF_VENV / "bin" / "python"
+PLUGINS = ("lerobot_robot_ros", "lerobot_teleoperator_ros", "lerobot_camera_ros")
+JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
+SIM_PRESET = REPO / "lerobot_plugins/lerobot_robot_ros/lerobot_robot_ros/presets/so101_sim.yaml"
+
+
+def side_env() -> dict:
+    """This process's environment (domain, loopback discovery, RMW) with the checkout's code on the path.
+
+    The checkout's plugin and core sources come first, so the side venv runs the code under test even
+    when its editable installs point at another checkout; the venv keeps the distribution metadata
+    LeRobot discovers plugins by.
+    """
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    paths = [REPO / "lerobot_plugins" / p for p in PLUGINS]
+    # lerobot_core (contract, safety, background node); recorder: the contract's current home (the
+    # lerobot_core.contract shim re-exports it); drivers: the robot registry (joint limits)
+    paths += [REPO / "src" / p for p in ("lerobot_core", "lerobot_recorder", "lerobot_drivers")]
+    env["PYTHONPATH"] = os.pathsep.join(str(p) for p in paths)
+    env["PATH"] = f"{REF_VENV / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env["HF_HUB_OFFLINE"] = "1"
+    env["HF_LEROBOT_CALIBRATION"] = env.get("HF_LEROBOT_CALIBRATION", "/tmp/lerobot_ros_plugin_calibration")
+    env.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
+    return env
+
+
+def run_side(code: str, timeout: float = 240.0, args: list[str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(SIDE_PY), "-c", textwrap.dedent(code), *(args or [])],
+        env=side_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture(scope="module")
+def side_venv():
+    """The LeRobot venv with rclpy and the plugins' distributions; a missing one fails, naming the fix."""
+    if not (REF_VENV / ".ready").exists():
+        pytest.fail(f"LeRobot side venv {REF_VENV} is missing: run scripts/make-lerobot-ref-venv.sh")
+    res = run_side(
+        """
+        import importlib.metadata as md, json
+        names = {d.metadata["Name"] for d in md.distributions()}
+        out = {"missing": [p for p in %r if p not in names]}
+        try:
+            import rclpy  # noqa: F401
+        except ImportError as exc:
+            out["rclpy"] = str(exc)
+        print(json.dumps(out))
+        """
+        % (list(PLUGINS),),
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    state = json.loads(res.stdout.strip().splitlines()[-1])
+    if state["missing"] or "rclpy" in state:
+        pytest.fail(
+            f"LeRobot side venv {REF_VENV} lacks {state['missing'] or 'rclpy: ' + state.get('rclpy', '')}: "
+            "run scripts/make-lerobot-ref-venv.sh (it installs the ROS 2 wheels and the plugins)"
+        )
+    return REF_VENV
+
+
+class Graph:
+    """Processes of the sim graph, each its own session; stopped with SIGINT, then killed."""
+
+    def __init__(self, log_dir: Path):
+        self.log_dir = log_dir
+        self.procs: list[tuple[str, subprocess.Popen]] = []
+
+    def start(self, name: str, cmd: list[str]) -> None:
+        log = open(self.log_dir / f"{name}.log", "w")
+        self.procs.append((name, subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)))
+
+    def log(self, name: str) -> str:
+        return (self.log_dir / f"{name}.log").read_text(errors="replace")
+
+    def stop(self) -> None:
+        for _, p in self.procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGINT)
+        for _, p in self.procs:
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+
+
+def executable(package: str, name: str) -> str:
+    for prefix in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
+        path = Path(prefix) / "lib" / package / name
+        if path.exists():
+            return str(path)
+    pytest.fail(f"{package}/{name} not found on AMENT_PREFIX_PATH: source env.sh after ./setup.sh")
+
+
+@pytest.fixture
+def sim(tmp_path):
+    """The realtime SO-101 sim (new episode whenever one ends), no expert."""
+    graph = Graph(tmp_path)
+    graph.start("sim", ["lerobot-launch", "sim_so101_robot", "auto_reset:=true", "mode:=realtime"])
+    yield graph
+    graph.stop()
+
+
+ROBOT_CHECKS = """
+import json, math, sys, time
+from dataclasses import dataclass
+from pathlib import Path
+import draccus, yaml
+from lerobot.robots.config import RobotConfig
+from lerobot.robots.utils import make_robot_from_config
+from lerobot.utils.errors import DeviceNotConnectedError
+import lerobot_robot_ros  # what register_third_party_plugins imports by distribution name
+
+@dataclass
+class Cli:
+    robot: RobotConfig
+
+preset, tmp = sys.argv[1], Path(sys.argv[2])
+out = {}
+# the LeRobot command line: --robot.type=ros --robot.contract=PATH
+cfg = draccus.parse(Cli, args=["--robot.type=ros", f"--robot.contract={preset}",
+                               "--robot.limits_from=so101_follower", "--robot.connect_timeout_s=120"]).robot
+robot = make_robot_from_config(cfg)
+out["features"] = {k: (list(v) if isinstance(v, tuple) else v.__name__) for k, v in robot.observation_features.items()}
+out["action_features"] = list(robot.action_features)
+try:
+    robot.get_observation()
+except DeviceNotConnectedError:
+    out["not_connected_error"] = True
+robot.connect()
+obs = robot.get_observation()
+out["obs"] = {k: (list(v.shape) if hasattr(v, "shape") else v) for k, v in obs.items()}
+out["obs_image_mean"] = float(obs["front"].mean())
+start = {k: obs[k] for k in robot.action_features}
+target = dict(start, **{"elbow_flex.pos": start["elbow_flex.pos"] - 0.6, "wrist_roll.pos": 10.0})
+sent = [robot.send_action(target) for _ in range(1)]
+time.sleep(1 / 30)
+for _ in range(40):
+    sent.append(robot.send_action(target))
+    time.sleep(1 / 30)
+time.sleep(0.5)
+out["start"], out["first_sent"], out["last_sent"] = start, sent[0], sent[-1]
+out["end"] = {k: v for k, v in robot.get_observation().items() if k in start}
+out["max_step"] = cfg.limits["elbow_flex"][2] / 30
+out["wrist_roll_upper"] = cfg.limits["wrist_roll"][1]
+try:
+    robot.send_action({"elbow_flex.pos": 0.0})
+except ValueError as exc:
+    out["missing_joint_error"] = str(exc)
+cfg.max_age_s = 1e-6  # every observation is now too old
+try:
+    robot.get_observation()
+except RuntimeError as exc:
+    out["stale_error"] = str(exc)
+robot.disconnect()
+try:
+    robot.disconnect()
+except DeviceNotConnectedError:
+    out["disconnect_twice_error"] = True
+
+# a topic nobody publishes: connect() times out naming it
+data = yaml.safe_load(Path(preset).read_text())
+data["features"]["observation.images.front"]["topic"] = "/cameras/nowhere/image_raw"
+(tmp / "silent.yaml").write_text(yaml.safe_dump(data))
+silent = make_robot_from_config(draccus.parse(Cli, args=["--robot.type=ros", f"--robot.contract={tmp / 'silent.yaml'}",
+                                                        "--robot.connect_timeout_s=2"]).robot)
+try:
+    silent.connect()
+except TimeoutError as exc:
+    out["timeout_error"] = str(exc)
+# a message type the contract does not support: an error when the config is parsed
+data["features"]["observation.state"]["type"] = "sensor_msgs/msg/Imu"
+(tmp / "imu.yaml").write_text(yaml.safe_dump(data))
+try:
+    draccus.parse(Cli, args=["--robot.type=ros", f"--robot.contract={tmp / 'imu.yaml'}"])
+except Exception as exc:  # draccus wraps the config's ValueError (shown as the cause on the CLI)
+    chain = []
+    while exc is not None:
+        chain.append(f"{type(exc).__name__}: {exc}")
+        exc = exc.__cause__ or exc.__context__
+    out["type_error"] = " <- ".join(chain)
+print(json.dumps(out))
+"""
+
+
+def last_json(res: subprocess.CompletedProcess) -> dict:
+    assert res.returncode == 0, f"side venv run failed:\n{res.stdout[-2000:]}\n{res.stderr[-6000:]}"
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def test_robot_plugin_on_the_sim(side_venv, sim, tmp_path):
+    out = last_json(run_side(ROBOT_CHECKS, args=[str(SIM_PRESET), str(tmp_path)], timeout=400))
+    assert out["features"] == {**{f"{j}.pos": "float" for j in JOINTS}, "front": [240, 320, 3], "wrist": [240, 320, 3]}
+    assert out["action_features"] == [f"{j}.pos" for j in JOINTS]
+    assert out["not_connected_error"] and out["disconnect_twice_error"]
+    assert out["obs"]["front"] == [240, 320, 3] and out["obs_image_mean"] > 5  # a rendered image, not zeros
+    step = out["max_step"]
+    # the first command moves at most one step from the measured position (the safety filter's anchor)
+    assert out["first_sent"]["elbow_flex.pos"] == pytest.approx(out["start"]["elbow_flex.pos"] - step, abs=1e-6)
+    # out-of-range targets are clamped to the joint limit, and what was sent is what send_action returns
+    assert out["last_sent"]["wrist_roll.pos"] <= out["wrist_roll_upper"] + 1e-9
+    assert out["last_sent"]["elbow_flex.pos"] == pytest.approx(out["start"]["elbow_flex.pos"] - 0.6, abs=1e-6)
+    # the simulated arm followed
+    assert out["end"]["elbow_flex.pos"] < out["start"]["elbow_flex.pos"] - 0.3
+    assert "lacks" in out["missing_joint_error"] and "shoulder_pan.pos" in out["missing_joint_error"]
+    assert "old" in out["stale_error"] and "/joint_states" in out["stale_error"]
+    assert "/cameras/nowhere/image_raw" in out["timeout_error"] and "2 s" in out["timeout_error"]
+    assert "--robot.contract" in out["type_error"] and "sensor_msgs/msg/Imu" in out["type_error"]
+
+
+def test_without_rclpy_the_error_says_how_to_get_it(side_venv):
+    res = run_side(
+        f"""
+        import sys
+        sys.modules["rclpy"] = None  # as in a LeRobot venv without ROS 2
+        from lerobot.robots.utils import make_robot_from_config
+        from lerobot_robot_ros import RosRobotConfig
+        cfg = RosRobotConfig(contract={str(SIM_PRESET)!r})  # configs parse without rclpy
+        try:
+            make_robot_from_config(cfg)
+        except Exception as exc:
+            print("ERROR", exc)
+        """,
+        timeout=180,
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "requirements-ros-wheels.txt" in res.stdout and "/opt/ros/" in res.stdout
+
+
+def test_lerobot_record_from_the_sim_with_the_scripted_expert_as_leader(side_venv, sim, tmp_path):
+    # the expert's joint targets go to a leader topic; the robot plugin relays them to the sim
+    sim.start(
+        "expert",
+        [
+            executable("lerobot_sim", "scripted_expert"),
+            "--ros-args",
+            "-r",
+            "forward_position_controller/commands:=leader/commands",
+            "-p",
+            "fps:=30.0",
+        ],
+    )
+    root = tmp_path / "dataset"
+    res = subprocess.run(
+        [
+            str(REF_VENV / "bin" / "lerobot-record"),
+            f"--robot.type=ros_so101_sim",
+            "--robot.connect_timeout_s=120",
+            "--teleop.type=ros",
+            "--teleop.topic=/leader/commands",
+            "--teleop.msg_type=std_msgs/msg/Float64MultiArray",
+            f"--teleop.joints=[{','.join(JOINTS)}]",
+            "--teleop.connect_timeout_s=120",
+            "--dataset.repo_id=local/ros_plugin_sim",
+            f"--dataset.root={root}",
+            "--dataset.single_task=Pick up the cube and lift it",
+            "--dataset.num_episodes=2",
+            "--dataset.episode_time_s=3",
+            "--dataset.reset_time_s=1",
+            "--dataset.push_to_hub=false",
+            "--dataset.vcodec=h264",
+            "--display_data=false",
+            "--play_sounds=false",
+        ],
+        env=side_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert res.returncode == 0, f"{res.stdout[-2000:]}\n{res.stderr[-6000:]}\nexpert:\n{sim.log('expert')[-1500:]}"
+    from lerobot_recorder.dataset.reader import DatasetReader
+
+    reader = DatasetReader(root)
+    assert reader.num_episodes == 2
+    assert reader.info["robot_type"] == "so101_follower"
+    features = reader.info["features"]
+    assert features["observation.state"]["names"] == [f"{j}.pos" for j in JOINTS]
+    assert features["action"]["names"] == [f"{j}.pos" for j in JOINTS]
+    assert set(reader.camera_keys) == {"observation.images.front", "observation.images.wrist"}
+    for ep in range(2):
+        frames = reader.episode(ep)
+        n = len(frames["action"])
+        assert 60 <= n <= 90, n  # 3 s at 30 fps (a few ticks lost to load at most)
+        action, state = np.asarray(frames["action"]), np.asarray(frames["observation.state"])
+        assert np.all(np.isfinite(action)) and np.ptp(action, axis=0).max() > 0.05  # the expert moved the arm
+        # the follower tracks the relayed commands: on most ticks the state a few ticks later is near the
+        # action (not all: the sim starts a new episode when one ends, and the arm jumps back home)
+        assert np.median(np.abs(state[5:, :5] - action[:-5, :5]).mean(axis=1)) < 0.1
+        video = reader.video_frames("observation.images.front", ep)
+        assert video.shape[0] == n and video.shape[1:] == (240, 320, 3)
