@@ -16,7 +16,9 @@ COMPRESSED_IMAGE = "sensor_msgs/msg/CompressedImage"
 @dataclass(kw_only=True)
 class RosCameraConfig(CameraConfig):
     topic: str  # e.g. /cameras/front/image_raw or /cameras/wrist/image_raw/compressed
-    msg_type: str | None = None  # Image | CompressedImage; None: CompressedImage when the topic ends in /compressed
+    msg_type: str | None = (
+        None  # Image | CompressedImage; None: CompressedImage when the topic ends in /compressed
+    )
     qos: str = "sensor"  # sensor (best effort) | reliable
     color_mode: ColorMode = ColorMode.RGB
     namespace: str = ""

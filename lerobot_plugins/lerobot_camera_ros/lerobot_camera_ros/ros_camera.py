@@ -12,7 +12,7 @@ from lerobot.utils.errors import DeviceAlreadyConnectedError, DeviceNotConnected
 
 from lerobot_core.ros.device import BackgroundNode, import_rclpy
 
-from .config_ros import IMAGE, COMPRESSED_IMAGE, RosCameraConfig
+from .config_ros import COMPRESSED_IMAGE, IMAGE, RosCameraConfig
 
 FEATURE = "observation.images.camera"
 

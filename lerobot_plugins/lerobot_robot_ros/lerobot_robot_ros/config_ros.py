@@ -30,7 +30,9 @@ def preset(name: str) -> str:
 def load_contract(path: str | None, flag: str) -> Contract:
     """The contract at ``path``; ValueError in the words of the command-line ``flag``."""
     if not path:
-        raise ValueError(f"{flag} is required: the path of a lerobot_ros contract YAML (see docs/lerobot_plugins.md)")
+        raise ValueError(
+            f"{flag} is required: the path of a lerobot_ros contract YAML (see docs/lerobot_plugins.md)"
+        )
     try:
         contract = Contract.load(Path(path).expanduser())
     except ContractError as exc:
@@ -98,7 +100,9 @@ class RosRobotConfig(RobotConfig):
     def load(self) -> None:
         contract = load_contract(self.contract, "--robot.contract")
         if "action" not in contract.vectors:
-            raise ValueError(f"--robot.contract={self.contract}: no 'action' feature (what send_action commands)")
+            raise ValueError(
+                f"--robot.contract={self.contract}: no 'action' feature (what send_action commands)"
+            )
         sources = contract.vectors["action"]
         if len(sources) != 1:
             raise ValueError(
@@ -113,9 +117,13 @@ class RosRobotConfig(RobotConfig):
             )
         ctype = normalize_msgtype(self.command_type) if self.command_type else action.msgtype
         if ctype not in COMMAND_TYPES:
-            raise ValueError(f"--robot.command_type={self.command_type}: not one of {', '.join(COMMAND_TYPES)}")
+            raise ValueError(
+                f"--robot.command_type={self.command_type}: not one of {', '.join(COMMAND_TYPES)}"
+            )
         ctopic = self.command_topic or action.topic
-        observed = [t for f, srcs in contract.vectors.items() if f != "action" for t in (s.topic for s in srcs)]
+        observed = [
+            t for f, srcs in contract.vectors.items() if f != "action" for t in (s.topic for s in srcs)
+        ]
         observed += [s.topic for s in contract.images.values()]
         if ctopic in observed:
             raise ValueError(
@@ -130,12 +138,16 @@ class RosRobotConfig(RobotConfig):
             limits = dict(robot_limits(self.limits_from))
         for joint, pair in self.joint_limits.items():
             if len(pair) != 2 or not pair[0] < pair[1]:
-                raise ValueError(f"--robot.joint_limits: {joint}: expected [lower, upper] with lower < upper, got {pair}")
+                raise ValueError(
+                    f"--robot.joint_limits: {joint}: expected [lower, upper] with lower < upper, got {pair}"
+                )
             old = limits.get(joint, (0.0, 0.0, math.inf))
             limits[joint] = (float(pair[0]), float(pair[1]), old[2])
         unknown = sorted(set(self.joint_limits) - set(action.joints))
         if unknown:
-            raise ValueError(f"--robot.joint_limits: {unknown} are not joints of the action {list(action.joints)}")
+            raise ValueError(
+                f"--robot.joint_limits: {unknown} are not joints of the action {list(action.joints)}"
+            )
         object.__setattr__(self, "_contract", contract)
         object.__setattr__(self, "_command", (ctopic, ctype))
         object.__setattr__(self, "_limits", limits)

@@ -125,7 +125,9 @@ class RosRobot(Robot):
             raise
         self._node = node
         self._anchor_safety()
-        logger.info("%s connected (%d topics, commands on %s)", self, len(self._obs.streams), node.resolve(ctopic))
+        logger.info(
+            "%s connected (%d topics, commands on %s)", self, len(self._obs.streams), node.resolve(ctopic)
+        )
 
     def disconnect(self) -> None:
         if not self.is_connected:
@@ -195,7 +197,9 @@ class RosRobot(Robot):
             raise DeviceNotConnectedError(f"{self} is not connected. Run `.connect()` first.")
         missing = [n for n in self._action_names if n not in action]
         if missing:
-            raise ActionRejectedError(f"{self}: action lacks {missing} (action features: {self._action_names})")
+            raise ActionRejectedError(
+                f"{self}: action lacks {missing} (action features: {self._action_names})"
+            )
         stored = np.array([float(action[n]) for n in self._action_names], dtype=np.float64)
         if not np.all(np.isfinite(stored)):
             bad = [n for n, v in zip(self._action_names, stored, strict=True) if not math.isfinite(v)]

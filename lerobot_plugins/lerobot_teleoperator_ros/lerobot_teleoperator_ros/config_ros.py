@@ -10,7 +10,11 @@ from lerobot.teleoperators.config import TeleoperatorConfig
 
 from lerobot_core.contract import Contract, ContractError, normalize_msgtype
 
-VECTOR_TYPES = ("sensor_msgs/msg/JointState", "std_msgs/msg/Float64MultiArray", "trajectory_msgs/msg/JointTrajectory")
+VECTOR_TYPES = (
+    "sensor_msgs/msg/JointState",
+    "std_msgs/msg/Float64MultiArray",
+    "trajectory_msgs/msg/JointTrajectory",
+)
 
 
 @TeleoperatorConfig.register_subclass("ros")
@@ -21,7 +25,9 @@ class RosTeleoperatorConfig(TeleoperatorConfig):
 
     contract: str | None = None
     topic: str | None = None  # e.g. /leader/joint_states; overrides the contract's action topic
-    msg_type: str = "sensor_msgs/msg/JointState"  # with `topic`: JointState | Float64MultiArray | JointTrajectory
+    msg_type: str = (
+        "sensor_msgs/msg/JointState"  # with `topic`: JointState | Float64MultiArray | JointTrajectory
+    )
     joints: list[str] = field(default_factory=list)  # with `topic`: the joint names, in action order
     namespace: str = ""
     domain_id: int | None = None
@@ -50,11 +56,15 @@ class RosTeleoperatorConfig(TeleoperatorConfig):
             except ContractError as exc:
                 raise ValueError(f"--teleop.contract={self.contract}: {exc}") from None
             if "action" not in contract.vectors:
-                raise ValueError(f"--teleop.contract={self.contract}: no 'action' feature (the leader's topic)")
+                raise ValueError(
+                    f"--teleop.contract={self.contract}: no 'action' feature (the leader's topic)"
+                )
             if any(s.joints is None for s in contract.vectors["action"]):
                 raise ValueError(f"--teleop.contract={self.contract}: features.action must list 'joints'")
         else:
-            raise ValueError("--teleop.type=ros needs --teleop.contract=PATH or --teleop.topic=... --teleop.joints=[...]")
+            raise ValueError(
+                "--teleop.type=ros needs --teleop.contract=PATH or --teleop.topic=... --teleop.joints=[...]"
+            )
         for name in ("connect_timeout_s", "max_age_s"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):

@@ -32,7 +32,7 @@ def import_rclpy():
     """rclpy, or an ImportError saying how to get it."""
     os.environ.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")  # the wheels need it named
     try:
-        import rclpy  # noqa: PLC0415
+        import rclpy
     except ImportError as exc:
         raise ImportError(RCLPY_HELP.format(exc=exc)) from exc
     return rclpy
@@ -67,7 +67,7 @@ class Latest:
 
 def qos_profile(kind: str, depth: int = 10):
     """'sensor' (best effort, keep last) or 'reliable' (reliable, keep last): the contract's qos names."""
-    from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy  # noqa: PLC0415
+    from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
     reliability = ReliabilityPolicy.BEST_EFFORT if kind == "sensor" else ReliabilityPolicy.RELIABLE
     return QoSProfile(depth=depth, history=HistoryPolicy.KEEP_LAST, reliability=reliability)
@@ -78,7 +78,7 @@ class BackgroundNode:
 
     def __init__(self, name: str, namespace: str = "", domain_id: int | None = None):
         rclpy = import_rclpy()
-        from rclpy.executors import SingleThreadedExecutor  # noqa: PLC0415
+        from rclpy.executors import SingleThreadedExecutor
 
         self._rclpy = rclpy
         self.context = rclpy.Context()
