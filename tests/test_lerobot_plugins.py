@@ -460,3 +460,49 @@ def test_lerobot_teleoperate_between_emulated_arms(side_venv, tmp_path, ros_node
     assert len(commands) >= 60, len(commands)  # ~4 s at 30 Hz
     moving = np.ptp(np.asarray(commands), axis=0)
     assert moving.max() > 0.01  # the virtual hand moves the leader, and the follower is told to follow
+
+
+HIL_HOOKS = """
+import json, sys, time
+from lerobot.teleoperators.utils import make_teleoperator_from_config
+from lerobot_teleoperator_ros import RosTeleoperatorConfig
+
+tel = make_teleoperator_from_config(RosTeleoperatorConfig(contract=sys.argv[1], connect_timeout_s=120))
+tel.connect()
+start = tel.get_action()
+tel.enable_torque()
+goal = dict(start, **{"elbow_flex.pos": start["elbow_flex.pos"] + 0.3})
+for _ in range(60):
+    tel.write_goal_positions(goal)
+    time.sleep(1 / 30)
+time.sleep(0.5)
+reached = tel.get_action()
+tel.disable_torque()
+print(json.dumps({"start": start, "goal": goal, "reached": reached}))
+time.sleep(2.0)  # the bus node's command timeout (0.5 s) turns torque off
+tel.disconnect()
+"""
+
+
+def test_active_leader_hooks_on_an_emulated_leader(side_venv, tmp_path):
+    """HIL hooks: enable_torque / write_goal_positions / disable_torque through a commandable leader bus node."""
+    import yaml
+
+    profile = yaml.safe_load((REPO / "src/lerobot_bringup/profiles/so101_teleop_demo.yaml").read_text())
+    profile["nodes"] = [n for n in profile["nodes"] if n["name"] in ("leader_emulator", "leader_bus")]
+    for node in profile["nodes"]:
+        if node["name"] == "leader_bus":  # an active leader: commandable, released when commands stop
+            node["parameters"].update(read_only=False, safe_state="torque_off", command_timeout_s=0.5)
+    path = tmp_path / "leader.yaml"
+    path.write_text(yaml.safe_dump(profile))
+    graph = Graph(tmp_path)
+    graph.start(
+        "leader", ["lerobot-launch", str(path), f"leader_port:={tmp_path}/leader", "hand_motion_ticks:=0.0"]
+    )
+    try:
+        out = last_json(run_side(HIL_HOOKS, args=[str(SIM_PRESET.parent / "so101.yaml")], timeout=300))
+    finally:
+        graph.stop()
+    assert out["reached"]["elbow_flex.pos"] == pytest.approx(out["goal"]["elbow_flex.pos"], abs=0.02)
+    assert out["reached"]["shoulder_pan.pos"] == pytest.approx(out["start"]["shoulder_pan.pos"], abs=0.02)
+    assert "torque_off" in graph.log("leader")  # released after disable_torque
