@@ -405,12 +405,13 @@ def test_lerobot_teleoperate_leader_to_simulated_follower(side_venv, sim, ros_no
         f"{res.stdout[-2000:]}\n{res.stderr[-6000:]}\nexpert:\n{sim.log('expert')[-1500:]}"
     )
     assert len(follower.values) >= 60, len(follower.values)  # ~4 s at 30 Hz (load may cost some ticks)
-    # every follower command is a (safety-bounded) copy of a recent leader target
-    leader_values = np.asarray(leader.values)
-    for cmd in np.asarray(follower.values)[len(follower.values) // 2 :]:
-        assert (
-            np.abs(leader_values - cmd).max(axis=1).min() < 0.16
-        )  # at most one bounded step (4.7 rad/s / 30)
+    leader_values, sent = np.asarray(leader.values), np.asarray(follower.values)
+    # most follower commands are the leader's targets as they are (relayed unchanged)...
+    copies = [np.abs(leader_values - cmd).max(axis=1).min() < 1e-9 for cmd in sent]
+    assert np.mean(copies) > 0.5, np.mean(copies)
+    # ...and none moves a joint more than one bounded step (4.7 rad/s / 30 fps) from the previous one, even
+    # when the leader jumps (the sim starts a new episode and the expert's target goes back home)
+    assert np.abs(np.diff(sent, axis=0)).max() <= 4.7 / 30 + 1e-9
 
 
 def test_lerobot_teleoperate_between_emulated_arms(side_venv, tmp_path, ros_node):
@@ -445,6 +446,7 @@ def test_lerobot_teleoperate_between_emulated_arms(side_venv, tmp_path, ros_node
             [
                 "--robot.type=ros_so101",
                 "--robot.connect_timeout_s=120",
+                "--robot.max_age_s=1.0",  # the contract's 0.2 s is for a dedicated machine, not 2 loaded cores
                 "--teleop.type=ros",
                 f"--teleop.contract={REPO / 'lerobot_plugins/lerobot_robot_ros/lerobot_robot_ros/presets/so101.yaml'}",
                 "--teleop.connect_timeout_s=120",
