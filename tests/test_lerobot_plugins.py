@@ -406,12 +406,12 @@ def test_lerobot_teleoperate_leader_to_simulated_follower(side_venv, sim, ros_no
     )
     assert len(follower.values) >= 60, len(follower.values)  # ~4 s at 30 Hz (load may cost some ticks)
     leader_values, sent = np.asarray(leader.values), np.asarray(follower.values)
-    # most follower commands are the leader's targets as they are (relayed unchanged)...
-    copies = [np.abs(leader_values - cmd).max(axis=1).min() < 1e-9 for cmd in sent]
+    # most follower commands are the leader's targets as they are (relayed; float32 like a dataset's action)...
+    copies = [np.abs(leader_values - cmd).max(axis=1).min() < 1e-5 for cmd in sent]
     assert np.mean(copies) > 0.5, np.mean(copies)
     # ...and none moves a joint more than one bounded step (4.7 rad/s / 30 fps) from the previous one, even
     # when the leader jumps (the sim starts a new episode and the expert's target goes back home)
-    assert np.abs(np.diff(sent, axis=0)).max() <= 4.7 / 30 + 1e-9
+    assert np.abs(np.diff(sent, axis=0)).max() <= 4.7 / 30 + 1e-6
 
 
 def test_lerobot_teleoperate_between_emulated_arms(side_venv, tmp_path, ros_node):
