@@ -36,9 +36,7 @@ def side_env() -> dict:
     """
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
     paths = [REPO / "lerobot_plugins" / p for p in PLUGINS]
-    # lerobot_core (contract, safety, background node); recorder: the contract's current home (the
-    # lerobot_core.contract shim re-exports it); drivers: the robot registry (joint limits)
-    paths += [REPO / "src" / p for p in ("lerobot_core", "lerobot_recorder", "lerobot_drivers")]
+    paths.append(REPO / "src" / "lerobot_core")  # contract, safety limits, robot registry, background node
     env["PYTHONPATH"] = os.pathsep.join(str(p) for p in paths)
     env["PATH"] = f"{REF_VENV / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     env["HF_HUB_OFFLINE"] = "1"
@@ -264,14 +262,14 @@ def test_without_rclpy_the_error_says_how_to_get_it(side_venv):
 
 
 def start_expert_as_leader(graph: Graph) -> None:
-    """The scripted expert publishes its joint targets on leader/commands (not to the sim): a leader arm."""
+    """The scripted expert publishes its joint targets on leader/joint_states (not to the sim): a leader arm."""
     graph.start(
         "expert",
         [
             executable("lerobot_sim", "scripted_expert"),
             "--ros-args",
             "-r",
-            "forward_position_controller/commands:=leader/commands",
+            "joint_commands:=leader/joint_states",
             "-p",
             "fps:=30.0",
         ],
@@ -280,8 +278,7 @@ def start_expert_as_leader(graph: Graph) -> None:
 
 TELEOP_ARGS = [
     "--teleop.type=ros",
-    "--teleop.topic=/leader/commands",
-    "--teleop.msg_type=std_msgs/msg/Float64MultiArray",
+    "--teleop.topic=/leader/joint_states",
     f"--teleop.joints=[{','.join(JOINTS)}]",
     "--teleop.connect_timeout_s=120",
     # this leader answers the sim's joint states, so it pauses while the sim holds a finished episode (1 s)
@@ -290,17 +287,22 @@ TELEOP_ARGS = [
 
 
 class Recorder:
-    """Float64MultiArray messages of one topic, in arrival order."""
+    """Positions of the JointState messages of one topic (in JOINTS order), in arrival order."""
 
     def __init__(self, node, topic: str):
         from rclpy.qos import QoSProfile, ReliabilityPolicy
-        from std_msgs.msg import Float64MultiArray
+        from sensor_msgs.msg import JointState
 
         self.values: list[list[float]] = []
+
+        def on_msg(m):
+            index = {n: i for i, n in enumerate(m.name)}
+            self.values.append([m.position[index[j]] for j in JOINTS])
+
         node.create_subscription(
-            Float64MultiArray,
+            JointState,
             topic,
-            lambda m: self.values.append(list(m.data)),
+            on_msg,
             QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE),
         )
 
@@ -362,7 +364,7 @@ def test_lerobot_record_then_replay_on_the_sim(side_venv, sim, tmp_path, ros_nod
     )  # the expert moved the arm (it holds still at the end of its plan, so not in every episode)
 
     # lerobot-replay sends episode 0's actions to the sim through the plugin, one per tick
-    sent = Recorder(ros_node, "/forward_position_controller/commands")
+    sent = Recorder(ros_node, "/joint_commands")
     res = run_lerobot(
         "lerobot-replay",
         [
@@ -389,8 +391,8 @@ def test_lerobot_record_then_replay_on_the_sim(side_venv, sim, tmp_path, ros_nod
 
 def test_lerobot_teleoperate_leader_to_simulated_follower(side_venv, sim, ros_node):
     start_expert_as_leader(sim)
-    leader = Recorder(ros_node, "/leader/commands")
-    follower = Recorder(ros_node, "/forward_position_controller/commands")
+    leader = Recorder(ros_node, "/leader/joint_states")
+    follower = Recorder(ros_node, "/joint_commands")
     res = run_lerobot(
         "lerobot-teleoperate",
         [

@@ -28,6 +28,7 @@ setup(
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
         ("share/" + package_name, ["package.xml"] + glob("README.md")),
+        ("bin", sorted(glob("bin/*"))),  # lerobot-* commands by name from install/setup.bash
         *share_tree("launch", "config", "profiles", "urdf", "rviz"),
     ],
     install_requires=["setuptools"],
@@ -43,7 +44,5 @@ setup(
             "synthetic_joints = lerobot_bringup.nodes.synthetic_joints_node:main",
             "topic_monitor = lerobot_bringup.nodes.topic_monitor_node:main",
         ],
-        # fixtures and a per-process ROS_DOMAIN_ID for every pytest run in the workspace
-        "pytest11": ["lerobot_ros = lerobot_bringup.testing.pytest_plugin"],
     },
 )

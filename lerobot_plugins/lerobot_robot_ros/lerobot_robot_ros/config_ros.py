@@ -182,8 +182,8 @@ class RosSO101SimConfig(RosRobotConfig):
     """The simulated SO-101 (lerobot_sim): contract presets/so101_sim.yaml, commanded like the real arm."""
 
     contract: str | None = field(default_factory=lambda: preset("so101_sim"))
-    command_topic: str | None = "/forward_position_controller/commands"
-    command_type: str | None = FLOAT64_MULTI_ARRAY
+    command_topic: str | None = "/joint_commands"
+    command_type: str | None = JOINT_STATE
     limits_from: str | None = "so101_follower"
     # the realtime sim holds a finished episode reset_delay_s (1 s) before the next, and lags under load
     max_age_s: float | None = 2.0

@@ -14,7 +14,7 @@ def test_description_is_latched_for_late_subscribers(ros_node):
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from std_msgs.msg import String
 
-    from lerobot_bringup.testing import RosProcess, wait_for_messages
+    from lerobot_core.ros.testing import RosProcess, wait_for_messages
 
     qos = QoSProfile(
         depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
@@ -30,7 +30,7 @@ def test_description_is_latched_for_late_subscribers(ros_node):
 
 
 def test_description_bad_file_exits_with_reason(tmp_path):
-    from lerobot_bringup.testing import RosProcess, wait_until
+    from lerobot_core.ros.testing import RosProcess, wait_until
 
     bad = tmp_path / "bad.urdf"
     bad.write_text("<robot><joint></robot>")
@@ -42,7 +42,7 @@ def test_description_bad_file_exits_with_reason(tmp_path):
 
 
 def test_joint_state_tf_without_tf2_msgs_says_so():
-    from lerobot_bringup.testing import RosProcess, wait_until
+    from lerobot_core.ros.testing import RosProcess, wait_until
 
     try:
         import tf2_msgs  # noqa: F401
@@ -52,5 +52,6 @@ def test_joint_state_tf_without_tf2_msgs_says_so():
         pytest.skip("tf2_msgs is installed here; the missing-package path cannot be exercised")
     with RosProcess("lerobot_drivers", "joint_state_tf", parameters={"urdf_path": str(URDF)}) as proc:
         assert wait_until(lambda: proc.returncode is not None, 20)
-    assert proc.returncode == 3
-    assert "tf2_msgs is not installed" in proc.output()
+    assert proc.returncode == 0  # optional in a graph: a warning, not a failure
+    assert "WARN" in proc.output() and "tf2_msgs is not installed" in proc.output()
+    assert "ERROR" not in proc.output()

@@ -105,6 +105,10 @@ class EpisodeController:
     def elapsed(self, now: float) -> float:
         return 0.0 if self.phase_start is None else max(0.0, now - self.phase_start)
 
+    def restart_phase(self, now: float) -> None:
+        """The current phase counts from ``now`` (the recorder: from when the episode's data window opened)."""
+        self.phase_start = now
+
     def phase_length(self) -> float:
         if self.plan is None:
             return 0.0

@@ -2,7 +2,7 @@
 
 The node's subscription callbacks only call :meth:`LiveRecorder.ingest` (serialized bytes + receive
 time: an append to a queue and a counter). The worker thread does everything that takes time:
-deserializing, the alignment core (one fresh :class:`~lerobot_recorder.alignment.Aligner` per
+deserializing, the alignment core (one fresh :class:`~lerobot_core.alignment.Aligner` per
 episode, exactly as bag import does per bag), image conversion, ``DatasetWriter.add_frame`` (whose
 encoders run on their own threads), saving, and handing the raw bytes to the raw-bag writer
 thread. Services and the action call :meth:`request` and wait on the returned future.
@@ -32,8 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .alignment import RECEIVE, Aligner
-from .contract import IMAGE_TYPES, STRING, Contract
+from lerobot_core.alignment import RECEIVE, Aligner
+from lerobot_core.contract import IMAGE_TYPES, STRING, Contract
+
 from .dataset import DatasetError, DatasetWriter
 from .dataset import format as dsfmt
 from .episode_control import Effect, EpisodeConfig, EpisodeController, EpisodeError, State
@@ -48,6 +49,14 @@ RESULT_SAVED, RESULT_DISCARDED, RESULT_EMPTY, RESULT_ERROR = 0, 1, 2, 3
 
 class RecorderError(ValueError):
     """A configuration or request the recorder cannot carry out; the message says what to fix."""
+
+
+class NoMessageYetError(RecorderError):
+    """An episode cannot start yet: nothing has arrived on these topics (their sources may be starting)."""
+
+    def __init__(self, topics):
+        self.topics = sorted(topics)
+        super().__init__(f"no message received yet on {self.topics}: are the sources running?")
 
 
 @dataclass(frozen=True)
@@ -105,6 +114,24 @@ class Snapshot:
     streams: list[StreamHealth] = field(default_factory=list)
     episode_seq: int = 0
     session: bool = False
+
+
+@dataclass
+class _Episode:
+    """The episode being recorded: made when it begins, dropped when it is saved or discarded."""
+
+    index: int  # its index in the dataset (and of its raw bag)
+    aligner: Aligner
+    t_begin_ns: int  # node clock at the start: its data window opens here
+    bag: ThreadedBagWriter | None = None
+    frames: int = 0  # ticks written
+    t_stop_ns: int | None = None  # node clock at the stop: its data window closes here
+    closing_until: float | None = None  # monotonic deadline of the stop's latency margin
+    passed_stop: set[str] = field(default_factory=set)  # streams with a sample past the stop
+
+    def settled(self, now: float, required: set[str]) -> bool:
+        """Stopped, and done waiting: the margin ran out or every required stream passed the stop."""
+        return self.closing_until is not None and (now >= self.closing_until or required <= self.passed_stop)
 
 
 def _preset(value: str):
@@ -181,6 +208,7 @@ class LiveRecorder:
         monotonic: Callable[[], float] = time.monotonic,
         logger: logging.Logger | None = None,
         on_change: Callable[[], None] | None = None,
+        on_taken: Callable[[int], None] | None = None,
     ):
         if cfg.mode not in MODES:
             raise RecorderError(f"mode must be one of {MODES}, got {cfg.mode!r}")
@@ -191,6 +219,11 @@ class LiveRecorder:
         self._mono = monotonic
         self.log = logger or logging.getLogger("recorder")
         self._on_change = on_change or (lambda: None)
+        # lockstep: on_taken(t) says every required stamped stream has been taken in up to stamp t
+        # (handed to the aligner and the writer, whose full encoder queue blocks this: backpressure)
+        self._on_taken = on_taken
+        self._taken: dict[str, int] = {}
+        self._acked_ns = -1
         self.root = Path(cfg.dataset_root).expanduser().absolute()
         self.kind = check_dataset_root(self.root, cfg.resume, cfg.mode)
         self.raw = RawRecording(cfg.raw_root) if cfg.mode in ("raw", "both") else None
@@ -238,21 +271,19 @@ class LiveRecorder:
         self._last_drop_warn = 0.0
         self._rejected: dict[str, int] = {}
         self._task_override: str | None = None
-        self._aligner: Aligner | None = None
-        self._t_begin_ns = 0
-        self._t_stop_ns: int | None = None
-        self._closing_until: float | None = None  # monotonic deadline of the stop's latency margin
+        self._episode: _Episode | None = None
         self._timeline = {t: st.timeline for t, st in self.contract.streams.items()}
         self._required_topics = {t for t, st in self.contract.streams.items() if st.required}
+        self._ack_topics = {
+            t
+            for t, st in self.contract.streams.items()
+            if st.required and st.msgtype != STRING and st.timeline != RECEIVE
+        }
         self._stamp_only = (
             {t for t, st in self.contract.streams.items() if st.msgtype in IMAGE_TYPES}
             if cfg.mode == "raw"
             else set()
         )
-        self._passed_stop: set[str] = set()
-        self._bag: ThreadedBagWriter | None = None
-        self._bag_index = 0
-        self._episode_frames = 0
         self._episode_seq = 0
         self._outcomes: dict[int, EpisodeOutcome] = {}
         self._outcome_futures: dict[int, concurrent.futures.Future] = {}
@@ -301,7 +332,7 @@ class LiveRecorder:
         ]
         missing += [t for t in needs if t not in firsts and t not in missing]
         if missing:
-            raise EpisodeError(f"no message received yet on {sorted(missing)}: are the sources running?")
+            raise NoMessageYetError(missing)
         try:
             resolved = self.contract.resolve(firsts)
         except ValueError as exc:
@@ -389,7 +420,8 @@ class LiveRecorder:
             except Exception:
                 snap.encoder_backlog = snap.ingest_backlog
         else:
-            snap.encoder_backlog = snap.ingest_backlog + (self._bag.backlog() if self._bag else 0)
+            ep = self._episode
+            snap.encoder_backlog = snap.ingest_backlog + (ep.bag.backlog() if ep and ep.bag else 0)
         return snap
 
     def close(self, save_pending: bool = True, timeout: float = 120.0) -> None:
@@ -424,16 +456,16 @@ class LiveRecorder:
             cmd, kw, fut = self._cmds.popleft()
             try:
                 result = self._command(cmd, **kw)
-            except (EpisodeError, RecorderError, DatasetError, RawBagError) as exc:
+            except RecorderError as exc:  # as raised (NoMessageYetError keeps its type)
+                fut.set_exception(exc)
+            except (EpisodeError, DatasetError, RawBagError) as exc:
                 fut.set_exception(RecorderError(str(exc)))
             except Exception as exc:
                 fut.set_exception(RecorderError(f"{cmd} failed: {exc!r}"))
             else:
                 fut.set_result(result)
             self._update_snapshot()
-        if self._closing_until is not None and (
-            self._mono() >= self._closing_until or self._required_topics <= self._passed_stop
-        ):
+        if self._episode is not None and self._episode.settled(self._mono(), self._required_topics):
             self._complete_closing()
         if self._controller.state not in (State.FINALIZED, State.ERROR, State.UNCONFIGURED):
             self._apply(self._controller.tick(self._mono()))
@@ -453,7 +485,13 @@ class LiveRecorder:
                 topic, data, recv = self._queue.popleft()
                 self._queue_bytes -= len(data)
             self._latest_raw[topic] = data
-            if self._aligner is not None:
+            if topic in self._ack_topics:
+                try:
+                    self._taken[topic] = max(self._taken.get(topic, -1), cdr_header_stamp(data))
+                except ValueError:
+                    pass
+            ep = self._episode
+            if ep is not None:
                 try:
                     if topic in self._stamp_only:
                         # raw mode: an image's pixels are not needed, only its header stamp
@@ -464,30 +502,31 @@ class LiveRecorder:
                     # the episode is [start, stop] on each stream's own timeline: samples taken
                     # before the start request or after the stop request are not part of it
                     t = r if self._timeline[topic] == RECEIVE or stamp is None else stamp
-                    if t < self._t_begin_ns:
+                    if t < ep.t_begin_ns:
                         continue
-                    if self._t_stop_ns is not None and t > self._t_stop_ns:
-                        self._passed_stop.add(topic)  # this stream has nothing more for the episode
+                    if ep.t_stop_ns is not None and t > ep.t_stop_ns:
+                        ep.passed_stop.add(topic)  # this stream has nothing more for the episode
                         continue
-                    self._aligner.push(topic, value, stamp_ns=stamp, receive_ns=r)
+                    ep.aligner.push(topic, value, stamp_ns=stamp, receive_ns=r)
                 except ValueError as exc:
                     self._bad_message(topic, exc)
                     continue
-                if self._bag is not None:
-                    self._bag.put(topic, recv, data, stamp)
+                if ep.bag is not None:
+                    ep.bag.put(topic, recv, data, stamp)
                 # Settle ticks on the receive clock, message by message: exactly the rule bag import
                 # applies to the same messages (log time = receive time), so both give the same frames.
                 now_ns = recv
-                if self._t_stop_ns is not None:
+                if ep.t_stop_ns is not None:
                     # once stopped, a sample received late must not settle ticks past the stop: the
                     # episode ends there (the rest is settled by finish() from the data it has)
-                    now_ns = min(now_ns, self._t_stop_ns + self._aligner.latency_margin_ns)
-                error = self._write_frames(self._aligner.pop_ready(now_ns=now_ns))
+                    now_ns = min(now_ns, ep.t_stop_ns + ep.aligner.latency_margin_ns)
+                error = self._write_frames(ep, ep.aligner.pop_ready(now_ns=now_ns))
                 if error:
                     self._fail_episode(error)
                     return
             if self._mono() > t_end:
                 break
+        self._acknowledge()
         dropped = sum(self._ingest_dropped.values())
         if dropped and self._mono() - self._last_drop_warn > 2.0:
             self._last_drop_warn = self._mono()
@@ -496,6 +535,15 @@ class LiveRecorder:
                 f"(> {self.cfg.max_ingest_mb:g} MB waiting): {dict((k, v) for k, v in self._ingest_dropped.items() if v)}"
             )
 
+    def _acknowledge(self) -> None:
+        """Report the newest stamp every required stamped stream has been taken in up to (on_taken)."""
+        if self._on_taken is None or not self._ack_topics or not self._ack_topics <= self._taken.keys():
+            return
+        taken = min(self._taken[t] for t in self._ack_topics)
+        if taken > self._acked_ns:
+            self._acked_ns = taken
+            self._on_taken(taken)
+
     def _bad_message(self, topic: str, exc: Exception) -> None:
         """A message that does not fit the contract is skipped (its ticks show up as drops) and reported."""
         n = self._rejected.get(topic, 0) + 1
@@ -503,7 +551,7 @@ class LiveRecorder:
         if n == 1 or n % 100 == 0:
             self.log.error(f"rejected {n} message(s) on {topic}: {exc}")
 
-    def _write_frames(self, frames) -> str | None:
+    def _write_frames(self, ep: _Episode, frames) -> str | None:
         """Hand aligned frames to the writer; returns an error text when the episode cannot go on."""
         for fr in frames:
             try:
@@ -511,7 +559,7 @@ class LiveRecorder:
                     frame, task = self._resolved.make_frame(fr.values)
                     self.writer.add_frame(frame, task=self._task_override or task)
                     self.latencies_ns.append(self._clock() - fr.time_ns)
-                self._episode_frames += 1
+                ep.frames += 1
             except (DatasetError, ValueError) as exc:
                 return f"frame {fr.index}: {exc}"
         return None
@@ -525,8 +573,8 @@ class LiveRecorder:
 
     def _run_audit(self, now: float) -> None:
         dropped = {}
-        if self._aligner is not None:
-            dropped = {n: s.dropped_ticks for n, s in self._aligner.stats.streams.items()}
+        if self._episode is not None:
+            dropped = {n: s.dropped_ticks for n, s in self._episode.aligner.stats.streams.items()}
         with self._audit_lock:
             health, changed = self._audit.audit(now, dropped)
         self._health = health
@@ -589,11 +637,14 @@ class LiveRecorder:
                 # samples stamped before the stop may still be in flight: take them for one
                 # latency margin, then save (the episode is SAVING meanwhile)
                 # (until every required stream delivered a sample past the stop, at most 1 s more)
-                self._t_stop_ns = self._clock()
-                self._passed_stop = set()
-                self._closing_until = self._mono() + self.cfg.latency_margin_s + 1.0
                 if pending:
                     raise RuntimeError(f"effects after a save are not supported: {pending}")
+                ep = self._episode
+                if ep is None:  # its start failed: no data to wait for
+                    pending += self._finish_episode(save=True)
+                else:
+                    ep.t_stop_ns = self._clock()
+                    ep.closing_until = self._mono() + self.cfg.latency_margin_s + 1.0
             elif eff == Effect.DISCARD_EPISODE:
                 self._finish_episode(save=False, discarded=True)
             elif eff == Effect.FINALIZE:
@@ -607,38 +658,42 @@ class LiveRecorder:
 
     def _complete_closing(self, wait: bool = False) -> None:
         """Save the episode whose stop is pending (waiting out the latency margin first if asked)."""
-        if self._closing_until is None:
+        ep = self._episode
+        if ep is None or ep.closing_until is None:
             return
-        while wait and self._mono() < self._closing_until and not self._required_topics <= self._passed_stop:
+        # bounded in wall time too: on a sim clock that stopped (the sim is gone) _mono never gets there
+        wall_end = time.monotonic() + self.cfg.latency_margin_s + 1.0
+        while (
+            wait
+            and self._episode is ep
+            and not ep.settled(self._mono(), self._required_topics)
+            and time.monotonic() < wall_end
+        ):
             self._drain()
             time.sleep(0.005)
         self._drain(budget_s=None)
-        self._closing_until = None
-        self._apply(self._finish_episode(save=True))
+        if self._episode is ep:  # not failed meanwhile
+            self._apply(self._finish_episode(save=True))
 
     def _begin_episode(self) -> None:
         resolved = self._resolve()
         self._episode_seq += 1
-        self._episode_frames = 0
-        self._t_begin_ns = self._clock()
+        t_begin_ns = self._clock()
         # the episode's duration counts from here, where its data window opens (resolving the
         # contract or opening a raw bag before this must not eat into episode_time_s)
-        self._controller.phase_start = self._mono()
-        self._t_stop_ns = None
+        self._controller.restart_phase(self._mono())
         self.latencies_ns.clear()
-        self._aligner = Aligner(
+        aligner = Aligner(
             resolved.fps,
             resolved.stream_specs(),
             latency_margin_s=self.cfg.latency_margin_s,
             history_s=self.cfg.history_s,
         )
+        ep = self._episode = _Episode(self._controller.episode_index, aligner, t_begin_ns)
         with self._audit_lock:
             self._audit.reset(self._mono())
         if self.raw is not None:
-            idx = self._controller.episode_index
-            types = {t: s.msgtype for t, s in resolved.streams.items()}
-            self._bag = self.raw.begin(idx, types)
-            self._bag_index = idx
+            ep.bag = self.raw.begin(ep.index, {t: s.msgtype for t, s in resolved.streams.items()})
         plan = self._controller.plan
         self.log.info(
             f"recording episode {self._controller.episode_index} ({plan.episode_time_s:g} s, task {plan.task!r})"
@@ -646,19 +701,18 @@ class LiveRecorder:
 
     def _finish_episode(self, save: bool, discarded: bool = False, error: str | None = None) -> list[Effect]:
         c = self._controller
-        self._closing_until = None
-        aligner, self._aligner = self._aligner, None
-        bag, self._bag = self._bag, None
+        ep, self._episode = self._episode, None
+        bag = ep.bag if ep is not None else None
         t0 = c.phase_start or self._mono()
         duration = max(0.0, self._mono() - t0)
-        if aligner is not None and save and error is None:
-            error = self._write_frames(aligner.finish())
+        if ep is not None and save and error is None:
+            error = self._write_frames(ep, ep.aligner.finish())
             if error:
                 save = False
-        stats = aligner.stats if aligner is not None else None
+        stats = ep.aligner.stats if ep is not None else None
         streams = self._final_health(stats)
         dropped = stats.ticks_dropped if stats else 0
-        frames = self._episode_frames
+        frames = ep.frames if ep is not None else 0
         index = c.episode_index
         raw_path = ""
         bag_latencies = bag.latencies_ns if bag is not None else None
@@ -673,7 +727,7 @@ class LiveRecorder:
                 else:
                     message = f"episode {index} recorded: {frames} frames (raw)"
                 if bag is not None:
-                    raw_path = str(self.raw.commit(bag, self._bag_index))
+                    raw_path = str(self.raw.commit(bag, ep.index))
                     bag = None
                     message += f", raw bag {raw_path}"
                 ok = True
@@ -699,13 +753,13 @@ class LiveRecorder:
                     self.raw.discard(bag)
         if stats is not None:
             message += f" ({stats.summary()})"
-            if stats.first_tick_ns is not None and self._t_stop_ns is not None:
+            if stats.first_tick_ns is not None and ep.t_stop_ns is not None:
                 # where the recorded ticks sit in the requested window: a source that starts late or
                 # goes quiet before the stop shortens the episode here, not as dropped ticks
                 message += (
-                    f" [ticks {(stats.first_tick_ns - self._t_begin_ns) / 1e9:.3f} s after start to "
-                    f"{(self._t_stop_ns - stats.last_tick_ns) / 1e9:.3f} s before stop; "
-                    f"start-stop {(self._t_stop_ns - self._t_begin_ns) / 1e9:.3f} s]"
+                    f" [ticks {(stats.first_tick_ns - ep.t_begin_ns) / 1e9:.3f} s after start to "
+                    f"{(ep.t_stop_ns - stats.last_tick_ns) / 1e9:.3f} s before stop; "
+                    f"start-stop {(ep.t_stop_ns - ep.t_begin_ns) / 1e9:.3f} s]"
                 )
         lat = self.latency_summary(bag_latencies)
         if lat:
@@ -716,7 +770,7 @@ class LiveRecorder:
             result_code=code,
             message=message,
             episode_index=index,
-            frames=frames if ok else frames,
+            frames=frames,
             dropped_ticks=dropped,
             duration_s=duration,
             streams=streams,
@@ -769,7 +823,8 @@ class LiveRecorder:
     # ------------------------------------------------------------------ status
     def _update_snapshot(self) -> None:
         c = self._controller
-        aligner = self._aligner
+        ep = self._episode
+        aligner = ep.aligner if ep is not None else None
         dropped_per = {}
         if aligner is not None:
             dropped_per = {n: s.dropped_ticks for n, s in aligner.stats.streams.items()}
@@ -790,7 +845,7 @@ class LiveRecorder:
                 episode_index=c.episode_index,
                 episodes_recorded=c.episodes_recorded,
                 total_episodes=total,
-                frames=self._episode_frames if c.state in (State.RECORDING, State.SAVING) else 0,
+                frames=ep.frames if ep is not None and c.state in (State.RECORDING, State.SAVING) else 0,
                 elapsed_s=c.elapsed(self._mono()),
                 episode_time_s=c.plan.episode_time_s if c.plan else c.config.episode_time_s,
                 dropped_ticks=aligner.stats.ticks_dropped if aligner is not None else 0,

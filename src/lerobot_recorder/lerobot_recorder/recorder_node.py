@@ -9,7 +9,13 @@ lerobot-record's episode control the ROS way:
   feedback (frames, elapsed, per-stream rates), cancel = stop and save (or discard);
 * services ``recorder/start_episode`` (lerobot_msgs/StartEpisode), ``recorder/stop_episode``,
   ``recorder/discard_episode``, ``recorder/finalize`` (std_srvs/Trigger);
-* topic ``recorder/status`` (lerobot_msgs/RecorderStatus, transient local), on change and at 1 Hz.
+* topic ``recorder/status`` (lerobot_msgs/RecorderStatus, transient local), on change and at 1 Hz;
+* with ``tick_ack``, topic ``sim/tick_ack`` (std_msgs/Header, frame_id = node name): the newest sim
+  time every required stamped stream has been taken in up to, so a lockstep sim that lists this
+  node in ``required_consumers`` never runs ahead of the recorder (docs/closed_loop.md).
+
+With ``use_sim_time`` the recorder lives in simulation time: receive stamps, episode and reset
+lengths and rate checks follow ``/clock``, so a slow machine only makes a lockstep run take longer.
 
 Lifecycle: configure opens/validates the dataset and subscribes; activate allows recording (and
 starts a session of ``num_episodes`` when ``auto_record``); deactivate saves an episode in progress;
@@ -23,42 +29,37 @@ import os
 import threading
 import time
 from dataclasses import dataclass
+from functools import partial
 
 import rclpy
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.clock import Clock, ClockType
 from rclpy.exceptions import InvalidHandle
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy_impl
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
-from rclpy.qos import (
-    DurabilityPolicy,
-    HistoryPolicy,
-    QoSProfile,
-    ReliabilityPolicy,
-    qos_profile_sensor_data,
-)
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
 from rclpy.task import Future
+from std_msgs.msg import Header
 from std_srvs.srv import Trigger
 
-from lerobot_bringup.shutdown import until_shutdown
+from lerobot_core.contract import Contract, ContractError
+from lerobot_core.ros import qos
+from lerobot_core.ros.node import run_node
+from lerobot_core.ros.params import declare
 from lerobot_msgs.action import RecordEpisode
 from lerobot_msgs.msg import RecorderStatus, StreamStatus
 from lerobot_msgs.srv import StartEpisode
-from lerobot_recorder.contract import Contract, ContractError
 from lerobot_recorder.episode_control import EpisodeConfig, EpisodeError, State
-from lerobot_recorder.live_recorder import MODES, LiveConfig, LiveRecorder, RecorderError
+from lerobot_recorder.live_recorder import MODES, LiveConfig, LiveRecorder, NoMessageYetError, RecorderError
 
-QOS_STATUS = QoSProfile(
-    depth=1,
-    reliability=ReliabilityPolicy.RELIABLE,
-    durability=DurabilityPolicy.TRANSIENT_LOCAL,
-    history=HistoryPolicy.KEEP_LAST,
-)
-# images: best effort keep-last (a late frame is worth less than the next one)
-QOS_IMAGES = qos_profile_sensor_data
+# the lockstep sim's acknowledgement topic (lerobot_sim.bridge_base: TICK_ACK_TOPIC, TICK_ACK_RELEASE)
+TICK_ACK_TOPIC = "sim/tick_ack"
+TICK_ACK_RELEASE_SEC = 2**31 - 1
+QOS_TICK_ACK = qos.RELIABLE
+QOS_STATUS = qos.LATCHED
+QOS_IMAGES = qos.SENSOR
 # joint states / commands: reliable, a short queue absorbs bursts without growing stale
 QOS_RELIABLE = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
 
@@ -70,6 +71,7 @@ class RecorderNodeConfig:
     auto_record: bool
     exit_when_done: bool
     status_rate_hz: float
+    tick_ack: bool = False
 
 
 def resolve_contract_path(value: str) -> str:
@@ -104,6 +106,7 @@ class RecorderNode(LifecycleNode):
         self._exiting = False
         self.finished = threading.Event()  # set when the node should exit (exit_when_done / fatal)
         self._status_pub = self.create_publisher(RecorderStatus, "recorder/status", QOS_STATUS)
+        self._ack_pub = None
         # One single-threaded executor runs everything (rclpy's multi-threaded executor costs too
         # much per message at camera rates); requests that wait for the worker are coroutines.
         self._cb_services = ReentrantCallbackGroup()
@@ -131,18 +134,18 @@ class RecorderNode(LifecycleNode):
             callback_group=self._cb_services,
         )
         self._last_status = 0.0
-        self._status_timer = self.create_timer(0.2, self._status_tick, callback_group=self._cb_timer)
+        # wall clock: status and exit_when_done must go on when a sim clock (use_sim_time) stands still
+        self._status_timer = self.create_timer(
+            0.2,
+            self._status_tick,
+            callback_group=self._cb_timer,
+            clock=Clock(clock_type=ClockType.STEADY_TIME),
+        )
         self._publish_status()
 
     # ------------------------------------------------------------------ parameters
     def _declare_parameters(self) -> None:
-        def p(name, default, description, read_only=True, fr=None, ir=None):
-            d = ParameterDescriptor(description=description, read_only=read_only)
-            if fr is not None:
-                d.floating_point_range = [FloatingPointRange(from_value=fr[0], to_value=fr[1])]
-            if ir is not None:
-                d.integer_range = [IntegerRange(from_value=ir[0], to_value=ir[1], step=1)]
-            self.declare_parameter(name, default, d)
+        p = partial(declare, self)
 
         p("autostart", False, "configure and activate right after start")
         p("contract", "", "mapping contract YAML, or the name of an installed one (so101_one_camera)")
@@ -153,23 +156,38 @@ class RecorderNode(LifecycleNode):
         p("task", "", "task text of each episode (overrides the contract's fixed task when set)")
         p("episode_time_s", 60.0, "episode length [s] (> 0)")
         p("reset_time_s", 60.0, "reset period after each episode [s]; 0 = none")
-        p("num_episodes", 50, "episodes a session records (auto_record)", ir=(1, 1_000_000))
+        p("num_episodes", 50, "episodes a session records (auto_record)", range=(1, 1_000_000))
         p("auto_record", False, "on activate, record num_episodes episodes like lerobot-record")
         p("exit_when_done", False, "exit (code 0) once the session is recorded and the dataset finalized")
         p("streams", [""], "record only these features / topics of the contract ([''] = all)")
         p("vcodec", "libsvtav1", "video codec (libsvtav1, libx264, h264, ...)")
-        p("crf", 30, "video quality (lower = better, bigger)", ir=(0, 63))
-        p("preset", "", "encoder preset: svt-av1 0-13, x264 ultrafast..veryslow; '' = writer default")
-        p("encoder_queue_size", 30, "frames each camera encoder may queue before backpressure", ir=(1, 10000))
-        p("latency_margin_s", 0.1, "ticks older than now - margin are settled [s]", fr=(0.0, 10.0))
-        p("rate_tolerance", 0.9, "a stream is below rate under tolerance x expected rate", fr=(0.01, 1.0))
+        p("crf", 30, "video quality (lower = better, bigger)", range=(0, 63))
+        p(
+            "preset",
+            "",
+            "encoder preset: svt-av1 0-13, x264 ultrafast..veryslow; '' = LeRobot 0.4.4's quality (svt-av1 10)",
+        )
+        p(
+            "encoder_queue_size",
+            30,
+            "frames each camera encoder may queue before backpressure",
+            range=(1, 10000),
+        )
+        p("latency_margin_s", 0.1, "ticks older than now - margin are settled [s]", range=(0.0, 10.0))
+        p("rate_tolerance", 0.9, "a stream is below rate under tolerance x expected rate", range=(0.01, 1.0))
         p(
             "max_ingest_mb",
             512.0,
             "queued message bytes before the oldest are dropped (reported)",
-            fr=(1.0, 1e6),
+            range=(1.0, 1e6),
         )
-        p("status_rate_hz", 1.0, "periodic recorder/status rate [Hz]", fr=(0.1, 50.0))
+        p("status_rate_hz", 1.0, "periodic recorder/status rate [Hz]", range=(0.1, 50.0))
+        p(
+            "tick_ack",
+            False,
+            "lockstep: acknowledge on sim/tick_ack each sim tick taken in (a sim listing this node in "
+            "required_consumers then waits for the recorder; use with use_sim_time:=true)",
+        )
 
     def _read_config(self) -> RecorderNodeConfig:
         g = self.get_parameter
@@ -210,6 +228,7 @@ class RecorderNode(LifecycleNode):
             auto_record=bool(g("auto_record").value),
             exit_when_done=bool(g("exit_when_done").value),
             status_rate_hz=float(g("status_rate_hz").value),
+            tick_ack=bool(g("tick_ack").value),
         )
 
     # ------------------------------------------------------------------ lifecycle
@@ -219,13 +238,19 @@ class RecorderNode(LifecycleNode):
             contract = Contract.load(cfg.contract)
             if not cfg.live.episode.task and not contract.task_text and not contract.task_topic:
                 raise RecorderError("no task: set the 'task' parameter or a task in the contract")
+            sim_time = bool(self.get_parameter("use_sim_time").value)
+            if cfg.tick_ack:
+                self._ack_pub = self.create_publisher(Header, TICK_ACK_TOPIC, QOS_TICK_ACK)
             recorder = LiveRecorder(
                 cfg.live,
                 contract,
                 decode=self._decode,
                 clock=lambda: self.get_clock().now().nanoseconds,
+                # episode and reset lengths, rate checks: in sim time when the sim is the clock
+                monotonic=(lambda: self.get_clock().now().nanoseconds / 1e9) if sim_time else time.monotonic,
                 logger=_RosLogger(self.get_logger()),
                 on_change=self._publish_status,
+                on_taken=self._acknowledge if cfg.tick_ack else None,
             )
         except (RecorderError, ContractError, EpisodeError, ValueError, OSError) as exc:
             return self._fail_transition("configure", str(exc))
@@ -275,18 +300,18 @@ class RecorderNode(LifecycleNode):
             try:
                 fut.result(timeout=30)
                 return
-            except Exception as exc:
-                if "no message received yet" not in str(exc):
-                    self._error = f"auto_record: {exc}"
-                    self.get_logger().error(self._error)
-                    self._publish_status()
-                    if self.cfg.exit_when_done:
-                        self._exit_code = 1
-                        self.finished.set()
-                    return
+            except NoMessageYetError as exc:
                 if time.monotonic() - t_log > 5.0:
                     t_log = time.monotonic()
                     self.get_logger().info(f"auto_record waiting: {exc}")
+            except Exception as exc:
+                self._error = f"auto_record: {exc}"
+                self.get_logger().error(self._error)
+                self._publish_status()
+                if self.cfg.exit_when_done:
+                    self._exit_code = 1
+                    self.finished.set()
+                return
             time.sleep(0.2)
 
     def on_deactivate(self, state) -> TransitionCallbackReturn:
@@ -301,10 +326,31 @@ class RecorderNode(LifecycleNode):
         self._publish_status()
         return super().on_deactivate(state)
 
+    def _acknowledge(self, stamp_ns: int) -> None:
+        """From the worker: every required stamped stream has been taken in up to ``stamp_ns``."""
+        msg = Header(frame_id=self.get_name())
+        msg.stamp.sec, msg.stamp.nanosec = divmod(int(stamp_ns), 1_000_000_000)
+        self._publish_ack(msg)
+
+    def release_sim(self) -> None:
+        """Tell a lockstep sim that this recorder needs no more ticks (it finished; not a death)."""
+        msg = Header(frame_id=self.get_name())
+        msg.stamp.sec = TICK_ACK_RELEASE_SEC
+        self._publish_ack(msg)
+
+    def _publish_ack(self, msg: Header) -> None:
+        if self._ack_pub is None:
+            return
+        try:
+            self._ack_pub.publish(msg)
+        except (_rclpy_impl.RCLError, InvalidHandle):  # shutting down
+            pass
+
     def _teardown(self) -> None:
         self._active = False
         if self.recorder is not None:
             self.recorder.close(save_pending=True)
+            self.release_sim()
         for sub in self._subs:
             self.destroy_subscription(sub)
         self._subs = []
@@ -572,44 +618,24 @@ class _RosLogger:
         self._l.error(str(msg))
 
 
-def _spin(executor) -> None:
-    with until_shutdown():
-        executor.spin()
+def _wait_until_finished(node: RecorderNode, running) -> int:
+    while running() and not node.finished.wait(0.1):
+        pass
+    return node.exit_code or 0
+
+
+def _teardown(node: RecorderNode) -> int:
+    """The safe state: an episode in progress is saved, the dataset finalized."""
+    try:
+        node._teardown()
+    except Exception as exc:
+        node.get_logger().error(f"shutdown: {exc}")
+        return 1
+    return 0
 
 
 def main(args=None) -> int:
-    rclpy.init(args=args)
-    node = RecorderNode()
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    code = 0
-    spinner = None
-    try:
-        with until_shutdown():
-            if node.get_parameter("autostart").value:
-                node.trigger_configure()
-                if node.recorder is None:
-                    node.get_logger().error("autostart: configure failed; exiting")
-                    return 1
-                node.trigger_activate()
-            spinner = threading.Thread(target=_spin, args=(executor,), name="executor")
-            spinner.start()
-            while rclpy.ok() and spinner.is_alive() and not node.finished.wait(0.1):
-                pass
-            code = node.exit_code or 0
-    finally:
-        # the safe state: an episode in progress is saved, the dataset finalized
-        try:
-            node._teardown()
-        except Exception as exc:
-            node.get_logger().error(f"shutdown: {exc}")
-            code = code or 1
-        executor.shutdown(timeout_sec=2.0)
-        if spinner is not None:
-            spinner.join(timeout=5.0)
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return code
+    return run_node(RecorderNode, args, autostart=True, main_loop=_wait_until_finished, on_exit=_teardown)
 
 
 if __name__ == "__main__":

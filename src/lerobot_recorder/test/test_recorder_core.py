@@ -9,7 +9,7 @@ import pytest
 from rosbags.rosbag2 import Reader
 from rosbags.typesys import Stores, get_typestore
 
-from lerobot_recorder.contract import Contract
+from lerobot_core.contract import Contract
 from lerobot_recorder.dataset import DatasetReader, DatasetWriter
 from lerobot_recorder.episode_control import EpisodeConfig, State
 from lerobot_recorder.live_recorder import (
@@ -17,6 +17,7 @@ from lerobot_recorder.live_recorder import (
     RESULT_SAVED,
     LiveConfig,
     LiveRecorder,
+    NoMessageYetError,
     RecorderError,
     cdr_header_stamp,
     check_dataset_root,
@@ -243,6 +244,18 @@ def test_worker_records_saves_discards_and_writes_raw_bags(tmp_path):
     assert [p.name for p in RawRecording(tmp_path / "ds_raw").episodes()] == ["episode_000000"]
 
 
+def test_start_before_any_message_raises_no_message_yet_naming_the_topics(tmp_path):
+    rec, clock = _started_worker(tmp_path, mode="dataset", num_episodes=1)
+    try:
+        with pytest.raises(NoMessageYetError, match="are the sources running") as info:
+            rec.request("start").result(10)
+        assert info.value.topics == ["/cameras/front/image_raw", "/joint_states"]
+        _feed(rec, clock, clock.t, 0.3)  # once they arrive, the same request starts the episode
+        assert rec.request("start").result(10)["episode_index"] == 0
+    finally:
+        rec.close(save_pending=False)
+
+
 def test_samples_received_late_after_the_stop_settle_no_tick_past_it(tmp_path):
     """A loaded machine delivers samples stamped before the stop well after it: they count, but
     their late receive time must not settle (and drop) ticks that lie after the stop."""
@@ -311,3 +324,30 @@ def test_raw_mode_writes_bags_only_and_continues_numbering(tmp_path):
     with Reader(raw / "episode_000001") as r:
         topics = {c.topic for c, _, _ in r.messages()}
     assert topics == {"/joint_states", "/cameras/front/image_raw"}
+
+
+def test_on_taken_reports_the_stamp_every_required_stream_has_been_taken_in_up_to(tmp_path):
+    """Lockstep acknowledgement: the newest stamp all stamped streams reached, once the worker took it."""
+    cfg = LiveConfig(dataset_root=str(tmp_path / "ds"), vcodec="libx264", episode=EpisodeConfig(task=""))
+    clock = FakeClock(5 * 10**9)
+    taken: list[int] = []
+    rec = LiveRecorder(cfg, Contract.from_dict(CONTRACT), decode=_decode, clock=clock, on_taken=taken.append)
+    rec.start()
+    try:
+        t0 = 5 * 10**9
+        rec.ingest("/joint_states", _joint_cdr(t0, 0.0), t0)
+        rec.ingest("/joint_states", _joint_cdr(t0 + 10**8, 0.0), t0 + 10**8)
+        time.sleep(0.3)
+        assert taken == []  # the camera has not delivered yet: nothing is complete
+        rec.ingest("/cameras/front/image_raw", _image_cdr(t0, 0), t0)
+        deadline = time.monotonic() + 10
+        while not taken and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert taken == [t0]  # the camera's stamp bounds it
+        rec.ingest("/cameras/front/image_raw", _image_cdr(t0 + 2 * 10**8, 1), t0 + 2 * 10**8)
+        deadline = time.monotonic() + 10
+        while len(taken) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert taken == [t0, t0 + 10**8]  # now the joints' newest stamp bounds it; never goes back
+    finally:
+        rec.close()

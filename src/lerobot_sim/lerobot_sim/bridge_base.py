@@ -4,8 +4,7 @@ Publishes the observation on the real robot's topics, steps on commands (lockste
 (realtime), serves ``sim/reset`` and publishes ``sim/episode_info``. Subclasses say how commands become
 actions (:meth:`SimBridgeNode._setup_commands`) and may add topics (:meth:`_publish_extra`).
 
-Run by :func:`run_node` in lockstep mode, the node is spun by a :class:`LockstepCommandLoop`: commands
-are taken from a wait set holding only them, the rest is waited for by an executor in the background.
+In lockstep mode :func:`run_node` spins the node with a :class:`LockstepCommandLoop` (lockstep.py).
 """
 
 from __future__ import annotations
@@ -13,11 +12,9 @@ from __future__ import annotations
 import gc
 import json
 import math
-import threading
+import sys
 import time
 import traceback
-from collections import deque
-from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -25,45 +22,34 @@ import numpy as np
 import rclpy
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.clock import Clock, ClockType
 from rclpy.event_handler import PublisherEventCallbacks
-from rclpy.exceptions import InvalidHandle
-from rclpy.executors import (
-    ConditionReachedException,
-    Executor,
-    ExternalShutdownException,
-    ShutdownException,
-    TimeoutException,
-)
-from rclpy.guard_condition import GuardCondition
-from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.signals import SignalHandlerGuardCondition
-from rclpy.subscription import Subscription
-from rclpy.task import Task
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import CameraInfo, Image, JointState
-from std_msgs.msg import Float64MultiArray
+from std_msgs.msg import Float64MultiArray, Header
 
-from lerobot_bringup.shutdown import until_shutdown
+from lerobot_core.dds_transport import use_large_image_transport
+from lerobot_core.image_conversion import fill_image_msg
+from lerobot_core.ros import qos
+from lerobot_core.ros.node import run_node as _run_node
+from lerobot_core.ros.params import declare
 from lerobot_msgs.msg import EpisodeInfo
 from lerobot_msgs.srv import ResetSim
-from lerobot_recorder.dds_transport import use_large_image_transport
-from lerobot_recorder.image_conversion import fill_image_msg
+from lerobot_sim.lockstep import LockstepCommandLoop
 from lerobot_sim.session import SimSession, StepResult, camera_images, make_env
 
 MODES = ("lockstep", "realtime")
 # Reliable on purpose: in lockstep every observation is awaited by the evaluator; a reliable publisher
 # still serves best-effort subscribers.
-QOS_STATE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-QOS_IMAGE = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
-QOS_COMMAND = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-QOS_LATCHED = QoSProfile(
-    depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
-)
+QOS_STATE = qos.RELIABLE
+QOS_IMAGE = qos.IMAGES
+QOS_COMMAND = qos.RELIABLE
+QOS_LATCHED = qos.LATCHED
+# sim/tick_ack: std_msgs/Header, frame_id = the consumer's name, stamp = the newest sim time it has taken
+# in completely; a stamp of TICK_ACK_RELEASE says it needs no more ticks (it finished)
+TICK_ACK_TOPIC = "sim/tick_ack"
+TICK_ACK_RELEASE = Time(sec=2**31 - 1, nanosec=0)
 
 
 @dataclass(frozen=True)
@@ -82,6 +68,7 @@ class BridgeConfig:
     single_camera_name: str
     robot_description_file: str
     idle_republish_s: float
+    required_consumers: tuple[str, ...] = ()
 
 
 def has_subscribers(publisher) -> bool:
@@ -89,179 +76,12 @@ def has_subscribers(publisher) -> bool:
     return publisher.get_subscription_count() > 0
 
 
+def _ns_of(stamp: Time) -> int:
+    return stamp.sec * 1_000_000_000 + stamp.nanosec
+
+
 def _stamp(ns: int) -> Time:
     return Time(sec=int(ns // 1_000_000_000), nanosec=int(ns % 1_000_000_000))
-
-
-class _LoopServedGroup(ReentrantCallbackGroup):
-    """Callback group of the command subscriptions a :class:`LockstepCommandLoop` serves: the executor
-    leaves them alone, and their QoS event handlers too (rclpy puts those in the subscription's group).
-
-    The loop serves both: a command must be taken once, by one thread, and with Fast DDS a subscription's
-    event handle wakes a wait set whenever a message arrives, so an executor waiting on the event handlers
-    would rebuild its whole wait set on every command anyway.
-    """
-
-    def can_execute(self, entity) -> bool:
-        return False
-
-
-class _HandOverExecutor(Executor):
-    """An executor that only waits: every ready callback is handed to the loop's thread to run.
-
-    Its wait set is rclpy's usual one (services, timers, event handlers, guard conditions), without the
-    loop's command subscriptions; callback groups, tasks and the order of work are rclpy's.
-    """
-
-    def __init__(self, loop: LockstepCommandLoop, context):
-        super().__init__(context=context)
-        self._loop = loop
-
-    def _spin_once_impl(self, timeout_sec=None, wait_condition=lambda: False) -> None:
-        try:
-            handler, _, _ = self.wait_for_ready_callbacks(timeout_sec, None, wait_condition)
-        except (ShutdownException, TimeoutException, ConditionReachedException):
-            return
-        self._loop.hand_over(handler)
-
-    def spin_once(self, timeout_sec: float | None = None) -> None:
-        self._spin_once_impl(timeout_sec)
-
-    def _spin_once_until_future_complete(self, future, timeout_sec=None) -> None:
-        self._spin_once_impl(timeout_sec, future.done)
-
-    def spin_once_until_future_complete(self, future, timeout_sec=None) -> None:
-        future.add_done_callback(lambda _: self.wake())
-        self._spin_once_until_future_complete(future, timeout_sec)
-
-
-class LockstepCommandLoop:
-    """Spins a sim node in lockstep: commands on a wait set of their own, everything in one thread.
-
-    rclpy's executor rebuilds its wait set from every entity of the node (lifecycle, parameter and reset
-    services, timers, event handlers) in Python on each wake-up; in lockstep that is at least once per step,
-    CPU taken from the evaluator and the renderer on a small machine. Here the calling thread waits on the
-    command subscriptions alone (as rclpy's ``wait_for_message`` does), takes a command, steps and
-    publishes. An executor in a background thread waits on the rest and hands each ready callback (reset,
-    lifecycle transitions, parameters, timers) over to the same thread, so every callback still runs in
-    one thread, one at a time, as under ``rclpy.spin``: the environment (and its OpenGL context) is only
-    ever touched by the thread that created it (docs/sim.md, section 7).
-    """
-
-    def __init__(self, node: SimBridgeNode):
-        self._node = node
-        self._context = node.context
-        self.group = _LoopServedGroup()
-        self._subs: list[Subscription] = []
-        self._generation = 0
-        self._handed: deque = deque()
-        self._closed = False
-        # not node.create_guard_condition: the executor must not wait on these
-        self._wake = GuardCondition(None, None, context=self._context)
-        self._sigint = SignalHandlerGuardCondition(self._context)
-        self._executor = _HandOverExecutor(self, self._context)
-        self._executor.add_node(node)
-        self._executor_error: BaseException | None = None
-
-    @property
-    def subscription_count(self) -> int:
-        return len(self._subs)
-
-    def serve(self, subscriptions: list[Subscription]) -> None:
-        """Wait on these subscriptions from now on (an empty list: on none)."""
-        self._subs = list(subscriptions)
-        self._generation += 1
-        if not self._closed:
-            self._wake.trigger()
-
-    def hand_over(self, handler) -> None:
-        """Called by the executor's thread: run ``handler`` in the loop's thread."""
-        self._handed.append(handler)
-        self._wake.trigger()
-
-    def spin(self) -> None:
-        """Serve the node until the context shuts down; callbacks' exceptions propagate, as in rclpy.spin."""
-        waiter = threading.Thread(target=self._wait_for_callbacks, name="sim_executor", daemon=True)
-        waiter.start()
-        try:
-            while self._context.ok() and self._executor_error is None:
-                try:
-                    self._serve_generation()
-                except _rclpy.RCLError:
-                    if self._context.ok():
-                        raise
-                    break  # shut down (Ctrl-C, SIGTERM) while the wait set was made or waited on
-            if self._executor_error is not None:
-                raise self._executor_error
-        finally:
-            self._closed = True
-            self._executor.shutdown(timeout_sec=0)
-            waiter.join(5.0)
-            self._sigint.destroy()
-            self._wake.destroy()
-
-    def _wait_for_callbacks(self) -> None:
-        try:
-            self._executor.spin()
-        except ExternalShutdownException:
-            pass
-        except BaseException as exc:
-            self._executor_error = exc
-        if not self._closed:
-            self._wake.trigger()
-
-    def _run_handed(self) -> None:
-        while self._handed:
-            self._run(self._handed.popleft())
-
-    @staticmethod
-    def _run(task: Task) -> None:
-        task()
-        exception = task.exception()
-        if exception is not None:
-            raise exception
-
-    def _serve_generation(self) -> None:
-        """Serve one set of subscriptions until :meth:`serve` replaces it (or the context ends)."""
-        generation, subs = self._generation, self._subs
-        with ExitStack() as held:  # in use: a destroy waits until we let go of them
-            live, events = [], []
-            for sub in subs:
-                try:
-                    held.enter_context(sub.handle)
-                    live.append(sub)
-                except InvalidHandle:  # destroyed meanwhile; serve() follows with the new set
-                    continue
-                for handler in sub.event_handlers:  # incompatible QoS / type: logged, as by the executor
-                    try:
-                        held.enter_context(handler)
-                        events.append(handler)
-                    except InvalidHandle:
-                        pass
-            for entity in (self._wake.handle, self._sigint.handle, self._context.handle):
-                held.enter_context(entity)
-            wait_set = _rclpy.WaitSet(len(live), 2, 0, 0, 0, len(events), self._context.handle)
-            while generation == self._generation and self._executor_error is None:
-                wait_set.clear_entities()
-                for sub in live:
-                    wait_set.add_subscription(sub.handle)
-                for handler in events:
-                    handler.add_to_wait_set(wait_set)
-                wait_set.add_guard_condition(self._wake.handle)
-                wait_set.add_guard_condition(self._sigint.handle)
-                wait_set.wait(-1)
-                if not self._context.ok():
-                    return
-                ready = wait_set.get_ready_entities("subscription")
-                for sub in live:  # one message per ready subscription and wake-up, like the executor
-                    if sub.handle.pointer in ready:
-                        taken = sub.handle.take_message(sub.msg_type, sub.raw)
-                        if taken is not None:
-                            sub.callback(taken[0])
-                for handler in events:
-                    if handler.is_ready(wait_set):
-                        self._run(Task(handler.execute, (handler.take_data(),)))
-                self._run_handed()
 
 
 class SimBridgeNode(LifecycleNode):
@@ -288,11 +108,20 @@ class SimBridgeNode(LifecycleNode):
         self._done_since: float | None = None
         self._target: np.ndarray | None = None
         self._steps_done = 0
+        self._late_periods = 0  # realtime: control periods skipped because a step overran its period
+        self._rt_origin = 0.0
+        self._rt_slot = 0
         self._t_start = time.monotonic()
         self._camera_infos: dict[str, CameraInfo] = {}
         self._last_result: StepResult | None = None
         self._last_publish = 0.0
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
+        # lockstep: a command waits here until every required consumer took in the current tick
+        self._pending_action: np.ndarray | None = None
+        self._acks: dict[str, int] = {}  # consumer -> newest acknowledged sim time [ns]
+        self._seen_consumers: set[str] = set()
+        self._watch_timer = None
+        self.fatal_error = ""  # why the node stopped itself (run_node exits non-zero with it)
 
     def lockstep_loop(self) -> LockstepCommandLoop:
         """The node's :class:`LockstepCommandLoop`; from the next configure on, its lockstep command
@@ -323,10 +152,8 @@ class SimBridgeNode(LifecycleNode):
         )
 
     # ------------------------------------------------------------------ parameters
-    def _declare(self, name: str, default, description: str, read_only: bool = True):
-        self.declare_parameter(
-            name, default, ParameterDescriptor(description=description, read_only=read_only)
-        )
+    def _declare(self, name: str, default, description: str) -> None:
+        declare(self, name, default, description)
 
     def _declare_common(self) -> None:
         self._declare(
@@ -351,6 +178,12 @@ class SimBridgeNode(LifecycleNode):
             1.0,
             "lockstep: republish the last observation when no command came "
             "for this long, so late subscribers get a first observation (0 = never)",
+        )
+        self._declare(
+            "required_consumers",
+            [""],
+            "lockstep: node names that must acknowledge each tick on sim/tick_ack before the sim steps "
+            "past it (e.g. [recorder]); the sim stops when one of them leaves the graph",
         )
         self._declare("autostart", False, "configure and activate right after start")
 
@@ -385,6 +218,7 @@ class SimBridgeNode(LifecycleNode):
             single_camera_name=p("single_camera_name").value,
             robot_description_file=p("robot_description_file").value,
             idle_republish_s=float(p("idle_republish_s").value),
+            required_consumers=tuple(n for n in p("required_consumers").value if n),
         )
 
     # ------------------------------------------------------------------ lifecycle
@@ -416,6 +250,15 @@ class SimBridgeNode(LifecycleNode):
                 self._pubs["robot_description"] = pub
         self._create_extra_publishers()
         self._setup_commands()
+        if self.cfg.mode == "lockstep" and self.cfg.required_consumers:
+            self._acks = {}
+            self._seen_consumers = set()
+            self._command_subscription(Header, TICK_ACK_TOPIC, self._on_tick_ack)
+            self._watch_timer = self.create_timer(0.5, self._watch_consumers, clock=self._steady)
+            self.get_logger().info(
+                f"lockstep: each tick waits for the acknowledgement of {list(self.cfg.required_consumers)} "
+                f"on {TICK_ACK_TOPIC}"
+            )
         if self._command_loop is not None:
             served = [s for s in self._subs if s.callback_group is self._command_loop.group]
             self._command_loop.serve(served)
@@ -442,6 +285,9 @@ class SimBridgeNode(LifecycleNode):
         # would only move when it steps), and realtime means wall-clock pacing. Stamps in realtime mode
         # come from the node clock, so use_sim_time is honoured there.
         if self.cfg.mode == "realtime":
+            # rcl timers keep absolute deadlines (origin + k periods) and skip, not queue, the ones a
+            # long step overran; _on_timer counts those skips as late periods
+            self._rt_origin, self._rt_slot = time.monotonic(), 0
             self._timer = self.create_timer(1.0 / self.session.fps, self._on_timer, clock=self._steady)
         elif self.cfg.idle_republish_s > 0:
             self._timer = self.create_timer(self.cfg.idle_republish_s, self._on_idle, clock=self._steady)
@@ -466,10 +312,11 @@ class SimBridgeNode(LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def _cleanup(self) -> None:
-        for timer in (self._timer, self._diag_timer):
+        for timer in (self._timer, self._diag_timer, self._watch_timer):
             if timer is not None:
                 self.destroy_timer(timer)
-        self._timer = self._diag_timer = None
+        self._timer = self._diag_timer = self._watch_timer = None
+        self._pending_action = None
         for pub in list(self._pubs.values()) + [p for pair in self._cam_pubs.values() for p in pair]:
             self.destroy_publisher(pub)
         self._pubs.clear()
@@ -543,7 +390,66 @@ class SimBridgeNode(LifecycleNode):
         self._steps_done += 1
         self._publish(result)
 
+    def _count_late_periods(self) -> None:
+        """Realtime: count the control periods since the last call that got no step (skipped deadlines)."""
+        slot = int((time.monotonic() - self._rt_origin) * self.session.fps)
+        missed = slot - self._rt_slot - 1
+        self._rt_slot = slot
+        if missed > 0:
+            self._late_periods += missed
+            self.get_logger().warn(
+                f"realtime: {self._late_periods} control period(s) of {1e3 / self.session.fps:.1f} ms missed "
+                "so far (a step overran its period; the machine is too busy for this rate)",
+                throttle_duration_sec=5.0,
+            )
+
+    # ------------------------------------------------------------------ lockstep consumers
+    def _lockstep_step(self, action: np.ndarray) -> None:
+        """Lockstep: step with ``action`` once every required consumer took in the current tick."""
+        self._pending_action = action
+        self._step_if_acknowledged()
+
+    def _waiting_for(self) -> list[str]:
+        now = self.session.sim_time_ns if self.session is not None else 0
+        return [n for n in self.cfg.required_consumers if self._acks.get(n, -1) < now]
+
+    def _step_if_acknowledged(self) -> None:
+        if self._pending_action is None or self._waiting_for():
+            return
+        action, self._pending_action = self._pending_action, None
+        self._step(action)
+
+    def _on_tick_ack(self, msg: Header) -> None:
+        name = msg.frame_id
+        if name not in self.cfg.required_consumers:
+            return
+        ns = msg.stamp.sec * 1_000_000_000 + msg.stamp.nanosec
+        if msg.stamp.sec == TICK_ACK_RELEASE.sec and self._acks.get(name) != ns:
+            self.get_logger().info(f"lockstep: consumer {name!r} finished; the sim no longer waits for it")
+        self._acks[name] = max(ns, self._acks.get(name, -1))
+        self._step_if_acknowledged()
+
+    def _watch_consumers(self) -> None:
+        """A required consumer that left the graph (died) stops the sim: nothing may run past it."""
+        if self.fatal_error:
+            return
+        present = {name for name, _ns in self.get_node_names_and_namespaces()}
+        for name in self.cfg.required_consumers:
+            if name in present:
+                self._seen_consumers.add(name)
+            elif name in self._seen_consumers and self._acks.get(name) != _ns_of(TICK_ACK_RELEASE):
+                t = (self.session.sim_time_ns if self.session is not None else 0) / 1e9
+                self.fatal_error = (
+                    f"required consumer {name!r} left the ROS graph at sim time {t:.3f} s (did it die?); "
+                    "stopping the simulation (lockstep never runs past a consumer)"
+                )
+                self.get_logger().error(self.fatal_error)
+                self._active = False
+                rclpy.try_shutdown(context=self.context)
+                return
+
     def _on_timer(self) -> None:
+        self._count_late_periods()
         if self.session.episode.done:
             now = time.monotonic()
             self._done_since = self._done_since or now
@@ -679,37 +585,56 @@ class SimBridgeNode(LifecycleNode):
                 KeyValue(key="episode_index", value=str(ep.episode_index)),
                 KeyValue(key="step", value=str(ep.step)),
                 KeyValue(key="steps_per_s", value=f"{self._steps_done / elapsed:.1f}"),
+                KeyValue(key="late_periods", value=str(self._late_periods)),
+                KeyValue(
+                    key="waiting_for",
+                    value=",".join(self._waiting_for()) if self.cfg.required_consumers else "",
+                ),
             ],
         )
+        if self._late_periods:
+            status.level = DiagnosticStatus.WARN
         msg = DiagnosticArray(status=[status])
         msg.header.stamp = self.get_clock().now().to_msg()
         self._pubs["diagnostics"].publish(msg)
 
 
-def run_node(node_cls, args=None) -> None:
-    """main() body shared by the sim executables: autostart handling and a clean shutdown on Ctrl-C."""
-    use_large_image_transport()  # camera images over shared memory (before rclpy.init)
-    rclpy.init(args=args)
+def _make_node(node_cls) -> SimBridgeNode:
     node = node_cls()
     # mode is read-only: lockstep nodes take their commands on a wait set of their own (docs/sim.md, 7)
-    loop = node.lockstep_loop() if node.get_parameter("mode").value == "lockstep" else None
-    try:
-        with until_shutdown():
-            if node.get_parameter("autostart").value:
-                if node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
-                    raise SystemExit(1)
-                if node.trigger_activate() != TransitionCallbackReturn.SUCCESS:
-                    raise SystemExit(1)
-            if loop is not None:
-                # what exists now (modules, the env, message types) lives as long as the process: keep
-                # it out of the full collections that message churn triggers every few hundred steps
-                gc.freeze()
-                loop.spin()
-            else:
-                rclpy.spin(node)
-    finally:
-        node._active = False
-        node._hold_current()
-        node._cleanup()
-        node.destroy_node()
-        rclpy.try_shutdown()
+    if node.get_parameter("mode").value == "lockstep":
+        node.lockstep_loop()
+    return node
+
+
+def _spin(node: SimBridgeNode) -> None:
+    # what exists now (modules, the env, message types) lives as long as the process: keep it out of
+    # the full collections that message churn triggers every few hundred steps (a full collection in
+    # realtime mode is a missed control period)
+    gc.freeze()
+    if node._command_loop is None:
+        rclpy.spin(node)
+    else:
+        node._command_loop.spin()
+
+
+def _safe_state(node: SimBridgeNode) -> int:
+    node._active = False
+    node._hold_current()
+    node._cleanup()
+    if node.fatal_error:  # the sim stopped itself (a required consumer died): say why, exit 1
+        print(f"sim: {node.fatal_error}", file=sys.stderr, flush=True)
+        return 1
+    return 0
+
+
+def run_node(node_cls, args=None) -> int:
+    """main() of the sim executables: autostart, lockstep or plain spin, hold and clean up on exit."""
+    return _run_node(
+        lambda: _make_node(node_cls),
+        args,
+        before_init=use_large_image_transport,  # camera images over shared memory (before rclpy.init)
+        autostart=True,
+        spin=_spin,
+        on_exit=_safe_state,
+    )

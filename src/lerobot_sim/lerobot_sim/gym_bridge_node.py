@@ -50,16 +50,16 @@ class GymBridgeNode(SimBridgeNode):
         self._last_action = action
         self._target = action
         if self.cfg.mode == "lockstep":
-            self._step(action)
+            self._lockstep_step(action)
 
     def _realtime_action(self):
         # without a command yet, a generic env has no safe "hold" action: wait
         return self._last_action
 
 
-def main(args=None) -> None:
-    run_node(GymBridgeNode, args)
+def main(args=None) -> int:
+    return run_node(GymBridgeNode, args)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -13,7 +13,8 @@ import logging
 import os
 import queue
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +41,16 @@ from .tables import (
     tasks_table,
     write_parquet,
 )
-from .video import CameraEncoder, codec_options, concat_mp4, count_frames, resolve_encoder, video_info
+from .video import (
+    CameraEncoder,
+    codec_options,
+    concat_mp4,
+    count_frames,
+    describe_settings,
+    encoder_pix_fmt,
+    resolve_encoder,
+    video_info,
+)
 
 _LOG = logging.getLogger(__name__)
 
@@ -67,8 +77,62 @@ class _Column:
         return self._buf[: self._n]
 
 
+class _EncodedVideo:
+    """Stands in for a CameraEncoder whose episode mp4 is already on disk (save_encoded_episode)."""
+
+    class _Stats:
+        def __init__(self, stats):
+            self._stats = {k: np.asarray(v) for k, v in stats.items()} if stats else None
+
+        def result(self):
+            return self._stats
+
+    def __init__(self, path: Path, stats: Mapping[str, np.ndarray] | None, frames: int):
+        self.path = path
+        self.stats = self._Stats(stats)
+        self.frames_encoded = frames
+
+    def finish(self) -> None:
+        pass
+
+    def cancel(self) -> None:
+        pass
+
+
 def _mb(path: Path) -> float:
     return path.stat().st_size / (1024**2)
+
+
+class _RollingFile:
+    """One kind of file that episodes are appended to (the data parquet, the episodes parquet, one
+    camera's mp4) until the next episode would take it to its size limit; then the next (chunk, file)
+    index starts a new file. Its indices are recorded in meta/episodes as ``<prefix>/chunk_index`` and
+    ``<prefix>/file_index``."""
+
+    def __init__(self, prefix: str, path: Callable[[int, int], str], limit_key: str):
+        self.prefix = prefix
+        self.path = path  # (chunk, file) -> path relative to the dataset root
+        self.limit_key = limit_key  # info.json key of the size limit in MB
+        self.current: tuple[int, int] | None = None  # None: the next save opens a new file
+        self.units = 0  # frames (data, videos) or episodes (meta) in the current file
+
+    def place(
+        self, root: Path, info: Mapping, last: Mapping | None, added_units: int, added_mb: float | None = None
+    ) -> tuple[tuple[int, int], bool]:
+        """(chunk, file) of the next episode and whether it is appended to the current file. Its growth
+        is ``added_mb`` when known, else the current file's MB per unit times ``added_units``."""
+        chunks = int(info["chunks_size"])
+        if self.current is None:  # fresh writer: after the last saved episode's file, if any
+            if last is None:
+                return (0, 0), False
+            prev = int(last[f"{self.prefix}/chunk_index"]), int(last[f"{self.prefix}/file_index"])
+            return fmt.update_chunk_file_indices(*prev, chunks), False
+        size = _mb(root / self.path(*self.current))
+        if added_mb is None:
+            added_mb = size / self.units * added_units if self.units else 0.0
+        if size + added_mb >= float(info[self.limit_key]):
+            return fmt.update_chunk_file_indices(*self.current, chunks), False
+        return self.current, True
 
 
 class DatasetWriter:
@@ -200,7 +264,7 @@ class DatasetWriter:
         self._user_key_set = set(self._user_keys)
         self._schema = fmt.data_schema(self.features)
         self.vcodec = resolve_encoder(vcodec) if self.video_keys else vcodec
-        self.pix_fmt = pix_fmt
+        self.pix_fmt = encoder_pix_fmt(self.vcodec, pix_fmt) if self.video_keys else pix_fmt
         self._options = codec_options(self.vcodec, g, crf, preset)
         self._queue_size = int(queue_size)
         self._block = on_backpressure == "block"
@@ -211,13 +275,13 @@ class DatasetWriter:
         self._task_index: dict[str, int] = {}
         self._stats = None
         self._last_episode: dict | None = None
-        # Files we may append to; None = the next save opens a new file (fresh dataset or resumed).
-        self._data_file: tuple[int, int] | None = None
-        self._data_file_start = 0
-        self._video_file: dict[str, tuple[int, int] | None] = dict.fromkeys(self.video_keys)
-        self._video_file_frames: dict[str, int] = dict.fromkeys(self.video_keys, 0)
-        self._episodes_file: tuple[int, int] | None = None
-        self._episodes_in_file = 0
+        # Files we may append to; a fresh or resumed writer opens new ones on its first save.
+        self._data_file = _RollingFile("data", fmt.data_path, "data_files_size_in_mb")
+        self._video_files = {
+            k: _RollingFile(f"videos/{k}", partial(fmt.video_path, k), "video_files_size_in_mb")
+            for k in self.video_keys
+        }
+        self._episodes_file = _RollingFile("meta/episodes", fmt.episodes_path, "data_files_size_in_mb")
         self._finalized = False
         self._broken: str | None = None
         self.recovered_interrupted_save = False
@@ -250,6 +314,11 @@ class DatasetWriter:
     @property
     def total_frames(self) -> int:
         return int(self.info["total_frames"])
+
+    @property
+    def encoder_settings(self) -> str:
+        """Every video encoder setting in one line, e.g. "libsvtav1 yuv420p crf=30 g=2 preset=10"."""
+        return describe_settings(self.vcodec, self.pix_fmt, self._options)
 
     @property
     def episode_frames(self) -> int:
@@ -446,6 +515,52 @@ class DatasetWriter:
         self._reset_episode()
         return summary
 
+    def save_encoded_episode(
+        self,
+        columns: Mapping[str, object],
+        tasks: Sequence[str],
+        videos: Mapping[str, tuple[Path, Mapping[str, np.ndarray]]],
+    ) -> dict:
+        """Commit an episode whose video was encoded elsewhere (a parallel bag-import worker).
+
+        `columns`: every non-video user feature, N rows each; `tasks`: the N per-frame task strings;
+        `videos`: per camera, an mp4 holding exactly these N frames from pts 0 (encoded with this
+        writer's settings) and its image statistics. The mp4 is moved into the dataset (concatenated
+        by remuxing, as save_episode does); the same checks and the same atomic commit apply.
+        """
+        self._check_writable()
+        if self._n:
+            raise DatasetError(
+                f"episode {self.total_episodes} is being recorded; save or discard it before adding an encoded one"
+            )
+        n = len(tasks)
+        if set(columns) != set(self._columns) or set(videos) != set(self.video_keys):
+            raise DatasetError(
+                f"encoded episode: features {sorted(columns)} + videos {sorted(videos)}, "
+                f"expected {sorted(self._columns)} + {sorted(self.video_keys)}"
+            )
+        for key, values in columns.items():
+            if len(values) != n:
+                raise DatasetError(f"encoded episode: {key!r} has {len(values)} rows for {n} tasks")
+            for v in values:
+                self._columns[key].append(v)
+        self._frame_tasks = list(tasks)
+        ep_dir = self._episode_dir()  # the commit stages files from inside the dataset folder
+        shutil.rmtree(ep_dir, ignore_errors=True)
+        ep_dir.mkdir(parents=True)
+        for key, (path, stats) in videos.items():
+            local = ep_dir / f"{key}.mp4"
+            shutil.move(str(path), local)
+            self._encoders[key] = _EncodedVideo(local, stats, n)
+        self._encoded = True
+        self._n = n
+        try:
+            return self.save_episode()
+        except BaseException:
+            shutil.rmtree(self._episode_dir(), ignore_errors=True)
+            self._reset_episode()
+            raise
+
     def _episode_table(self, ep: int, n: int, task_indices: np.ndarray) -> tuple[pa.Table, dict]:
         start = self.total_frames
         cols: dict[str, np.ndarray | list] = {}
@@ -497,120 +612,60 @@ class DatasetWriter:
                 ep_stats[key] = vstats
 
         tx = Transaction(root, f"episode-{ep:06d}")
-        try:
-            last = self._last_episode
-            chunks = int(info["chunks_size"])
-            # ---- data parquet: append to the current file unless it would pass the size limit
-            start = self.total_frames
-            if self._data_file is None:
-                cf = (
-                    (0, 0)
-                    if last is None
-                    else fmt.update_chunk_file_indices(
-                        int(last["data/chunk_index"]), int(last["data/file_index"]), chunks
-                    )
-                )
-                append_to, file_start = None, start
-            else:
-                cur = root / fmt.data_path(*self._data_file)
-                size = _mb(cur)
-                in_file = start - self._data_file_start
-                per_frame = size / in_file if in_file > 0 else 0.0
-                if size + per_frame * n >= float(info["data_files_size_in_mb"]):
-                    cf = fmt.update_chunk_file_indices(*self._data_file, chunks)
-                    append_to, file_start = None, start
-                else:
-                    cf, append_to, file_start = self._data_file, cur, self._data_file_start
-            rel = fmt.data_path(*cf)
-            tmp = tx.temp_path(rel)
-            if append_to is None:
-                write_parquet(table, tmp)
-            else:
-                append_parquet(append_to, table, tmp)
-            tx.stage(tmp, rel)
-            new_data_file = (cf, file_start)
+        start = self.total_frames
+        last = self._last_episode
+        placed: list[tuple[_RollingFile, tuple[int, int], int]] = []  # adopted once the commit is done
+        meta = {
+            "episode_index": ep,
+            "tasks": sorted(set(self._frame_tasks), key=self._frame_tasks.index),
+            "length": n,
+        }
 
-            meta = {
-                "episode_index": ep,
-                "tasks": sorted(set(self._frame_tasks), key=self._frame_tasks.index),
-                "length": n,
-                "data/chunk_index": cf[0],
-                "data/file_index": cf[1],
-                "dataset_from_index": start,
-                "dataset_to_index": start + n,
-            }
+        def place(slot: _RollingFile, added_units: int, added_mb: float | None = None):
+            """The episode's file in ``slot``: its path, whether to append, the units already in it."""
+            cf, append = slot.place(root, info, last, added_units, added_mb)
+            offset = slot.units if append else 0  # units already in the file the episode goes to
+            placed.append((slot, cf, offset + added_units))
+            meta[f"{slot.prefix}/chunk_index"], meta[f"{slot.prefix}/file_index"] = cf
+            return slot.path(*cf), append, offset
+
+        def stage_parquet(table: pa.Table, rel: str, append: bool, **kwargs) -> None:
+            tmp = tx.temp_path(rel)
+            if append:
+                append_parquet(root / rel, table, tmp, **kwargs)
+            else:
+                write_parquet(table, tmp)
+            tx.stage(tmp, rel)
+
+        try:
+            # ---- data parquet
+            data_rel, append, _ = place(self._data_file, n)
+            stage_parquet(table, data_rel, append)
+            meta["dataset_from_index"] = start
+            meta["dataset_to_index"] = start + n
             # ---- videos: concatenate onto the camera's current mp4 or start a new file
-            new_video_files = {}
+            video_rels = {}
             for key, enc in self._encoders.items():
                 ep_mp4 = enc.path
-                cur_cf = self._video_file[key]
-                if cur_cf is None:
-                    vcf = (
-                        (0, 0)
-                        if last is None
-                        else fmt.update_chunk_file_indices(
-                            int(last[f"videos/{key}/chunk_index"]),
-                            int(last[f"videos/{key}/file_index"]),
-                            chunks,
-                        )
-                    )
-                    concat = False
-                else:
-                    cur = root / fmt.video_path(key, *cur_cf)
-                    if _mb(cur) + _mb(ep_mp4) >= float(info["video_files_size_in_mb"]):
-                        vcf, concat = fmt.update_chunk_file_indices(*cur_cf, chunks), False
-                    else:
-                        vcf, concat = cur_cf, True
-                rel = fmt.video_path(key, *vcf)
-                offset = self._video_file_frames[key] if concat else 0
+                rel, concat, offset = place(self._video_files[key], n, _mb(ep_mp4))
+                video_rels[key] = rel
                 if concat:
                     tmp = tx.temp_path(rel)
                     concat_mp4(root / rel, ep_mp4, tmp, self.fps)
                     tx.stage(tmp, rel)
                 else:
                     tx.stage(ep_mp4, rel)
-                new_video_files[key] = (vcf, offset + n)
-                meta[f"videos/{key}/chunk_index"] = vcf[0]
-                meta[f"videos/{key}/file_index"] = vcf[1]
                 meta[f"videos/{key}/from_timestamp"] = offset / self.fps
                 meta[f"videos/{key}/to_timestamp"] = (offset + n) / self.fps
                 if not info["features"][key].get("info"):
                     info["features"][key]["info"] = video_info(ep_mp4)
             meta.update(flatten_episode_stats(ep_stats))
             # ---- episodes metadata parquet
-            if self._episodes_file is None:
-                ecf = (
-                    (0, 0)
-                    if last is None
-                    else fmt.update_chunk_file_indices(
-                        int(last["meta/episodes/chunk_index"]), int(last["meta/episodes/file_index"]), chunks
-                    )
-                )
-                e_append, e_count = None, 0
-            else:
-                cur = root / fmt.episodes_path(*self._episodes_file)
-                size = _mb(cur)
-                per_ep = size / self._episodes_in_file if self._episodes_in_file else 0.0
-                if size + per_ep >= float(info["data_files_size_in_mb"]):
-                    ecf = fmt.update_chunk_file_indices(*self._episodes_file, chunks)
-                    e_append, e_count = None, 0
-                else:
-                    ecf, e_append, e_count = self._episodes_file, cur, self._episodes_in_file
-            meta["meta/episodes/chunk_index"] = ecf[0]
-            meta["meta/episodes/file_index"] = ecf[1]
-            row = pa.Table.from_pylist([meta])
-            rel = fmt.episodes_path(*ecf)
-            tmp = tx.temp_path(rel)
-            if e_append is None:
-                write_parquet(row, tmp)
-            else:
-                append_parquet(e_append, row, tmp, merge_row_groups=True)
-            tx.stage(tmp, rel)
+            rel, append, _ = place(self._episodes_file, 1)
+            stage_parquet(pa.Table.from_pylist([meta]), rel, append, merge_row_groups=True)
             # ---- tasks, stats, info (info last: it carries the totals)
             if len(tasks) != len(self.tasks):
-                tmp = tx.temp_path(fmt.TASKS_PATH)
-                write_parquet(tasks_table(tasks), tmp)
-                tx.stage(tmp, fmt.TASKS_PATH)
+                stage_parquet(tasks_table(tasks), fmt.TASKS_PATH, append=False)
             new_stats = aggregate_stats([self._stats, ep_stats]) if self._stats else ep_stats
             tmp = tx.temp_path(fmt.STATS_PATH)
             write_json_file(tmp, stats_to_json(new_stats))
@@ -638,11 +693,8 @@ class DatasetWriter:
         self.features = fmt.features_from_info(info)
         self.tasks, self._task_index = tasks, task_index
         self._stats = new_stats
-        self._data_file, self._data_file_start = new_data_file
-        for key, (vcf, frames) in new_video_files.items():
-            self._video_file[key] = vcf
-            self._video_file_frames[key] = frames
-        self._episodes_file, self._episodes_in_file = ecf, e_count + 1
+        for slot, cf, units in placed:
+            slot.current, slot.units = cf, units
         self._last_episode = {k: v for k, v in meta.items() if not k.startswith("stats/")}
         return {
             "episode_index": ep,
@@ -650,8 +702,8 @@ class DatasetWriter:
             "tasks": meta["tasks"],
             "dataset_from_index": start,
             "dataset_to_index": start + n,
-            "data_file": fmt.data_path(*cf),
-            "video_files": {k: fmt.video_path(k, *v[0]) for k, v in new_video_files.items()},
+            "data_file": data_rel,
+            "video_files": video_rels,
             "duration_s": n / self.fps,
         }
 
