@@ -385,8 +385,11 @@ def test_lerobot_record_then_replay_on_the_sim(side_venv, sim, tmp_path, ros_nod
     # the first commands can go out before DDS matched this test's subscriber; the rest arrive in order
     assert len(actions) // 2 <= len(replayed) <= len(actions), (len(replayed), len(actions))
     tail = len(replayed) // 2
-    # what the robot sent follows the recorded actions (the safety filter bounds the first steps only)
-    assert np.abs(replayed[-tail:] - actions[-tail:]).mean() < 0.05
+    # what the robot sent is the recorded action on most ticks; where the recording jumps (the sim began a
+    # new episode) the safety filter walks there in bounded steps instead
+    errors = np.abs(replayed[-tail:] - actions[-tail:]).max(axis=1)
+    assert np.median(errors) < 1e-5, np.median(errors)
+    assert np.abs(np.diff(replayed, axis=0)).max() <= 4.7 / 30 + 1e-6
 
 
 def test_lerobot_teleoperate_leader_to_simulated_follower(side_venv, sim, ros_node):
