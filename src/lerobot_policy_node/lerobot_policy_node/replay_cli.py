@@ -230,6 +230,16 @@ class _Replayer:
         self.pub.publish(msg)
 
 
+def _spin(executor, stop: threading.Event) -> None:
+    from rclpy.executors import ExternalShutdownException
+
+    try:
+        while not stop.is_set() and executor.context.ok():
+            executor.spin_once(timeout_sec=0.05)
+    except ExternalShutdownException:
+        pass
+
+
 def _run(args, ros_args: list[str]) -> int:
     joints, actions, fps = load_actions(args)
     limits = _limits(args.robot, joints, args.max_step_rad)
@@ -242,12 +252,13 @@ def _run(args, ros_args: list[str]) -> int:
 
     rclpy.init(args=ros_args)
     executor = SingleThreadedExecutor()
-    replayer = None
+    replayer = spinner = None
+    stop = threading.Event()
     try:
         with until_shutdown():
             replayer = _Replayer(args.command_interface, joints, fps)
             executor.add_node(replayer.node)
-            spinner = threading.Thread(target=executor.spin, daemon=True)
+            spinner = threading.Thread(target=_spin, args=(executor, stop), daemon=True)
             spinner.start()
             deadline = time.monotonic() + args.wait_s
             while (present := replayer.present()) is None:
@@ -291,6 +302,9 @@ def _run(args, ros_args: list[str]) -> int:
                 file=sys.stderr,
             )
     finally:
+        stop.set()
+        if spinner is not None:
+            spinner.join()  # the executor thread ends before its node is destroyed
         executor.shutdown(timeout_sec=1.0)
         if replayer is not None:
             replayer.node.destroy_node()
