@@ -112,6 +112,7 @@ def main(argv=None) -> int:
             code = interactive(node, args.task)
     finally:
         executor.shutdown(timeout_sec=1.0)
+        spinner.join(timeout=2.0)  # a spin thread still inside rclpy at exit aborts the process
         node.destroy_node()
         rclpy.try_shutdown()
     return code
