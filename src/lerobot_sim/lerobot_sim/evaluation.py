@@ -73,12 +73,15 @@ class CheckpointPolicy:
 
     def __init__(self, path: str, device: str = "cpu"):
         try:
-            from lerobot_policy_node.runtime import load_policy
+            from lerobot_policy_node.runtime import PolicyLoadError, load_policy
         except ImportError as exc:
             raise EvaluationError(
                 f"--policy {path}: loading checkpoints needs lerobot_policy_node.runtime, not importable ({exc})"
             ) from exc
-        self.policy = load_policy(path, device=device)
+        try:
+            self.policy = load_policy(path, device=device)
+        except PolicyLoadError as exc:
+            raise EvaluationError(f"--policy {path}: {exc}") from None
         self.config = self.policy.config
         self._queue: deque[np.ndarray] = deque()
 
@@ -118,9 +121,13 @@ def make_policy(spec: str, action_space=None, fps: int = 30) -> Policy:
         if action_space is None:
             raise EvaluationError("--policy random needs the environment's action space")
         return RandomPolicy(action_space)
-    if os.path.isdir(spec):
+    from lerobot_core.hub import is_repo_id
+
+    if os.path.isdir(spec) or is_repo_id(spec):  # a Hub id resolves from the Hugging Face cache
         return CheckpointPolicy(spec)
-    raise EvaluationError(f"--policy {spec!r}: expected a checkpoint directory, 'scripted' or 'random'")
+    raise EvaluationError(
+        f"--policy {spec!r}: expected a checkpoint directory, a Hub id (org/name), 'scripted' or 'random'"
+    )
 
 
 # ---------------------------------------------------------------------- metrics
