@@ -71,3 +71,11 @@ def resolve_pretrained(
     except (HfHubHTTPError, OSError) as exc:
         raise HubError(f"Hub {repo_type} {text!r}: {exc}") from exc
     return Path(folder)
+
+
+DATASET_REVISION = "v3.0"  # LeRobot tags each dataset repo with its codebase version and reads at that tag
+
+
+def resolve_dataset(path_or_repo_id: str | os.PathLike, revision: str | None = DATASET_REVISION) -> Path:
+    """A local dataset folder as is; a Hub dataset id as its cached snapshot at LeRobot's version tag."""
+    return resolve_pretrained(path_or_repo_id, revision=revision, repo_type="dataset", allow_patterns=None)

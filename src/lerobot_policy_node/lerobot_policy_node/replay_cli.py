@@ -18,6 +18,7 @@ import time
 import numpy as np
 
 from lerobot_core.dataset_actions import UNITS, DatasetActionsError, load_episode_actions, to_radians
+from lerobot_core.hub import HubError, resolve_dataset
 
 from .replay import plan_replay
 from .safety import SafetyLimits
@@ -55,7 +56,7 @@ class ReplayError(RuntimeError):
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
-    p.add_argument("dataset", help="LeRobotDataset v3 folder (with meta/info.json)")
+    p.add_argument("dataset", help="LeRobotDataset v3 folder, or a Hub dataset id org/name (from the cache)")
     p.add_argument("--episode", type=int, required=True, help="episode_index to replay")
     p.add_argument(
         "--command-interface",
@@ -118,7 +119,9 @@ def _limits(robot: str, joints: list[str], max_step: float) -> SafetyLimits:
 def load_actions(args) -> tuple[list[str], np.ndarray, float]:
     """(joint names, actions in rad, fps) of the episode, with errors naming the flag."""
     try:
-        episode = load_episode_actions(args.dataset, args.episode, args.feature)
+        episode = load_episode_actions(resolve_dataset(args.dataset), args.episode, args.feature)
+    except HubError as exc:
+        raise ReplayError(f"DATASET: {exc}") from None
     except DatasetActionsError as exc:
         text = str(exc)
         flag = (

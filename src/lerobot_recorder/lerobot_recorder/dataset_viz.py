@@ -80,15 +80,19 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog=PROG, description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("dataset", type=Path, help="LeRobotDataset v3 folder (with meta/info.json)")
+    ap.add_argument(
+        "dataset", type=Path, help="LeRobotDataset v3 folder, or a Hub dataset id org/name (from the cache)"
+    )
     ap.add_argument("--episode", type=int, required=True, help="episode_index to show")
     ap.add_argument("--save", type=Path, help="write a rerun .rrd file instead of opening the viewer")
     ap.add_argument("--report", type=Path, help="write PNG plots and camera contact sheets into this folder")
     ap.add_argument("--sheet-frames", type=int, default=12, help="frames per contact sheet (default 12)")
     args = ap.parse_args(argv)
+    from lerobot_core.hub import HubError, resolve_dataset
+
     try:
-        reader = DatasetReader(args.dataset)
-    except (DatasetError, FileNotFoundError) as exc:
+        reader = DatasetReader(resolve_dataset(args.dataset))
+    except (DatasetError, FileNotFoundError, HubError) as exc:
         print(f"{PROG}: error: DATASET {str(args.dataset)!r}: {exc}", file=sys.stderr)
         return 2
     if not 0 <= args.episode < reader.num_episodes:

@@ -113,3 +113,34 @@ def test_bad_episode_or_dataset_is_an_error_naming_it(dataset, tmp_path, capsys)
     assert "--episode 2:" in capsys.readouterr().err and not (tmp_path / "r").exists()
     assert main([str(tmp_path / "nope"), "--episode", "0", "--save", str(tmp_path / "x.rrd")]) == 2
     assert f"DATASET '{tmp_path / 'nope'}'" in capsys.readouterr().err
+
+
+def test_a_hub_dataset_id_is_read_from_the_cache(dataset, tmp_path):
+    """`org/name` at LeRobot's v3.0 tag in the Hugging Face cache (HF_HUB_OFFLINE=1, no network)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    pytest.importorskip("huggingface_hub")
+    repo = tmp_path / "hub" / "datasets--someone--waves"
+    commit = "89abcdef0123456789abcdef0123456789abcdef"
+    shutil.copytree(dataset, repo / "snapshots" / commit)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "v3.0").write_text(commit)
+    env = dict(
+        os.environ,
+        HF_HUB_CACHE=str(tmp_path / "hub"),
+        HF_HUB_OFFLINE="1",
+        PYTHONPATH=os.pathsep.join(sys.path),
+    )
+    cmd = [sys.executable, "-m", "lerobot_recorder.dataset_viz", "someone/waves", "--episode", "0"]
+    res = subprocess.run(
+        [*cmd, "--report", str(tmp_path / "rep")], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "rep" / "state_action.png").is_file()
+    res = subprocess.run(
+        [*cmd[:3], "someone/other", *cmd[4:], "--report", "x"], capture_output=True, text=True, env=env
+    )
+    assert res.returncode == 2 and "'someone/other' is not a local folder" in res.stderr
