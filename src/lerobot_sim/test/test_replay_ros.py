@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory
 
 from lerobot_bringup.testing import MessageCollector, RosProcess, find_executable, wait_until
 from lerobot_drivers.robots import get_robot_spec
@@ -85,19 +86,27 @@ def _present(collector):
     return present
 
 
-def test_replays_an_episode_on_the_sim(ros_node, dataset):
+@pytest.mark.parametrize("interface", ["joint_state", "joint_trajectory"])
+def test_replays_an_episode_on_the_sim(ros_node, dataset, interface):
     js = MessageCollector(ros_node, JointState, "/joint_states")
-    cmds = MessageCollector(ros_node, JointState, "/joint_commands")
+    if interface == "joint_state":
+        cmds = MessageCollector(ros_node, JointState, "/joint_commands")
+    else:
+        cmds = MessageCollector(ros_node, JointTrajectory, "/joint_trajectory_controller/joint_trajectory")
     params = {"mode": "realtime", "autostart": True, "fps": 30.0, "cameras": [""], "auto_reset": False}
     with RosProcess("lerobot_sim", "sim", parameters=params):
         js.wait(1, 60.0)
         start_pose = _present(js)()
 
         def commands():
-            assert all(list(m.name) == JOINTS for m in cmds.messages)
-            return np.array([m.position for m in cmds.messages])
+            if interface == "joint_state":
+                assert all(list(m.name) == JOINTS for m in cmds.messages)
+                return np.array([m.position for m in cmds.messages])
+            assert all(list(m.joint_names) == JOINTS and len(m.points) == 1 for m in cmds.messages)
+            return np.array([m.points[0].positions for m in cmds.messages])
 
-        _run_and_check(_replay(dataset), commands, _present(js), start_pose, tolerance=0.05)
+        replay = _replay(dataset, "--command-interface", interface)
+        _run_and_check(replay, commands, _present(js), start_pose, tolerance=0.05)
 
 
 def test_replays_an_episode_on_the_emulated_arm(ros_node, dataset, tmp_path):
@@ -166,3 +175,46 @@ def test_no_robot_is_an_error_naming_the_topic(dataset):
     assert run.returncode == 2
     assert "no joint_states with joints" in run.stderr and "/joint_states within 1 s (--wait-s)" in run.stderr
     assert time.monotonic() - t0 < 30
+
+
+def test_normalized_units_go_back_to_radians_through_the_contract(tmp_path):
+    """--contract: the recording's calibration ranges turn normalized actions back into radians."""
+    import yaml
+
+    from lerobot_policy_node.replay_cli import _parser, load_actions
+    from lerobot_recorder.contract import Contract
+
+    contract_path = tmp_path / "contract.yaml"
+    contract_path.write_text(
+        yaml.safe_dump(
+            {
+                "fps": FPS,
+                "task": "t",
+                "units": "normalized",
+                "calibration": {
+                    j: {"range": [-1.5, 1.5 + 0.1 * i], "mode": "m100_100"} for i, j in enumerate(JOINTS)
+                },
+                "features": {"action": {"topic": "/leader/joint_states", "joints": JOINTS}},
+            }
+        )
+    )
+    scale, offset = Contract.load(contract_path).unit_conversion("action")
+    radians = START + (END - START) * np.linspace(0, 1, 7)[:, None]
+    w = DatasetWriter.create(
+        tmp_path / "ds",
+        fps=FPS,
+        features={"action": {"dtype": "float32", "shape": (6,), "names": [f"{j}.pos" for j in JOINTS]}},
+    )
+    for row in radians:
+        w.add_frame({"action": (row * scale + offset).astype(np.float32)}, task="t")
+    w.save_episode()
+    w.finalize()
+    args = _parser().parse_args([str(tmp_path / "ds"), "--episode", "0", "--contract", str(contract_path)])
+    joints, actions, fps = load_actions(args)
+    assert joints == JOINTS and fps == FPS
+    np.testing.assert_allclose(actions, radians, atol=1e-4)
+    both = _parser().parse_args(
+        [str(tmp_path / "ds"), "--episode", "0", "--contract", str(contract_path), "--units", "degrees"]
+    )
+    with pytest.raises(Exception, match="--units and --contract: give one"):
+        load_actions(both)
