@@ -2,6 +2,7 @@
 follower, two synthetic cameras, recorder, key control) records N episodes, finalizes and exits 0;
 the dataset loads with our reader and, where the reference venv exists, with LeRobot 0.4.4."""
 
+import importlib.util
 import os
 import subprocess
 import textwrap
@@ -36,8 +37,10 @@ def recorded(tmp_path_factory):
             "reset_time_s:=0.5",
             "camera_width:=96",
             "camera_height:=64",
+            "repo_id:=someone/teleop_demo",
+            "push_to_hub:=true",  # no network: huggingface_hub's offline error, the dataset stays
         ],
-        env=dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST"),
+        env=dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", HF_HUB_OFFLINE="1"),
         stdin=subprocess.DEVNULL,  # no terminal: key control exits, recording goes on
         capture_output=True,
         text=True,
@@ -56,6 +59,9 @@ def test_records_a_dataset_in_one_command(recorded):
     assert r.features["observation.images.wrist"]["shape"] == (64, 96, 3)
     assert r.tasks == ["Move the arm with the leader"]
     assert r.features["action"]["names"][0] == "shoulder_pan.pos"
+    if importlib.util.find_spec("huggingface_hub") is not None:
+        assert "push to someone/teleop_demo failed: OfflineModeIsEnabled" in log, log[-3000:]
+        assert f"retry with: lerobot-ros-dataset-push {root} someone/teleop_demo" in log
     for ep in range(2):
         cols = r.episode(ep)
         n = len(cols["index"])
