@@ -41,6 +41,7 @@ setup(
     entry_points={
         "console_scripts": [
             "lerobot-policy-predict = lerobot_policy_node.predict_cli:main",
+            "lerobot-ros-replay = lerobot_policy_node.replay_cli:main",
             "policy = lerobot_policy_node.policy_node:main",
         ],
     },

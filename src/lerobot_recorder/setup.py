@@ -45,6 +45,8 @@ setup(
             "lerobot-bag-import = lerobot_recorder.bag_import:main",
             "lerobot-bag-export = lerobot_recorder.bag_export:main",
             "lerobot-dataset-info = lerobot_recorder.dataset_info:main",
+            "lerobot-ros-dataset-viz = lerobot_recorder.dataset_viz:main",
+            "lerobot-ros-dataset-push = lerobot_recorder.dataset_push:main",
         ],
     },
 )

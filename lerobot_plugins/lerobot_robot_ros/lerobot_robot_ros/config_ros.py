@@ -47,13 +47,10 @@ def load_contract(path: str | None, flag: str) -> Contract:
 
 def robot_limits(name: str) -> dict[str, tuple[float, float, float]]:
     """{joint: (lower rad, upper rad, velocity rad/s)} of a robot in the stack's registry."""
-    spec_module = None
-    for module in ("lerobot_core.robots", "lerobot_drivers.robots"):
-        try:
-            spec_module = __import__(module, fromlist=["get_robot_spec"])
-            break
-        except ImportError:
-            continue
+    try:
+        import lerobot_core.robots as spec_module
+    except ImportError:
+        spec_module = None
     if spec_module is None:
         raise ValueError(
             f"--robot.limits_from={name}: the robot registry (lerobot_core.robots) is not importable; "

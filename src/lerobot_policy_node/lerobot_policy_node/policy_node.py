@@ -119,7 +119,12 @@ class PolicyNode(LifecycleNode):
     def _read_parameters(self) -> PolicyNodeConfig:
         p = partial(declare, self)
         cfg = PolicyNodeConfig(
-            policy_path=p("policy_path", "", "checkpoint directory as LeRobot saves it (pretrained_model/)"),
+            policy_path=p(
+                "policy_path",
+                "",
+                "checkpoint directory as LeRobot saves it (pretrained_model/), or a Hub id org/name "
+                "(from the Hugging Face cache; offline with HF_HUB_OFFLINE=1)",
+            ),
             device=p("device", "cpu", "torch device for inference (cpu, cuda, ...)"),
             task=p("task", "", "task string for language-conditioned policies", read_only=False),
             task_topic=p(

@@ -38,7 +38,11 @@ def _read_observations(path: Path) -> dict[str, np.ndarray]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="lerobot-policy-predict", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--policy", required=True, help="checkpoint directory as LeRobot saves it")
+    parser.add_argument(
+        "--policy",
+        required=True,
+        help="checkpoint directory as LeRobot saves it, or a Hub id org/name (cached)",
+    )
     parser.add_argument("--observations", required=True, type=Path, help="input .npz of observations")
     parser.add_argument("--output", required=True, type=Path, help="output .npz (key action_chunk)")
     parser.add_argument("--device", default="cpu")

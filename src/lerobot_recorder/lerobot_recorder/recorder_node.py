@@ -189,6 +189,13 @@ class RecorderNode(LifecycleNode):
             "lockstep: acknowledge on sim/tick_ack each sim tick taken in (a sim listing this node in "
             "required_consumers then waits for the recorder; use with use_sim_time:=true)",
         )
+        p("repo_id", "", "Hugging Face Hub dataset id <user or org>/<name> (for push_to_hub)")
+        p(
+            "push_to_hub",
+            False,
+            "exit_when_done: push the finalized dataset to repo_id (lerobot-ros-dataset-push)",
+        )
+        p("private", False, "push_to_hub: create the Hub repo private")
 
     def _read_config(self) -> RecorderNodeConfig:
         g = self.get_parameter
@@ -546,6 +553,7 @@ class RecorderNode(LifecycleNode):
                 else:
                     self.get_logger().info("session done and dataset finalized; exiting (exit_when_done)")
                     self._exit_code = 0
+                    self._push_to_hub()
                 self._publish_status()
                 self.finished.set()
 
@@ -553,6 +561,30 @@ class RecorderNode(LifecycleNode):
         period = 1.0 / (self.cfg.status_rate_hz if self.cfg else 1.0)
         if time.monotonic() - self._last_status >= period:
             self._publish_status()
+
+    def _push_to_hub(self) -> None:
+        """push_to_hub: the finalized dataset to repo_id; a failure is logged with the command to retry
+        (the dataset on disk is complete either way, so the exit code stays 0)."""
+        if not self.get_parameter("push_to_hub").value or self.get_parameter("mode").value == "raw":
+            return
+        from .dataset_push import plan_push, push
+
+        repo_id, root = (
+            str(self.get_parameter("repo_id").value),
+            str(self.get_parameter("dataset_root").value),
+        )
+        retry = f"lerobot-ros-dataset-push {root} {repo_id or '<user>/<name>'}"
+        if not repo_id:
+            self.get_logger().error(f"push_to_hub is set but repo_id is empty; push it with: {retry}")
+            return
+        try:
+            plan = plan_push(root, repo_id, private=bool(self.get_parameter("private").value))
+            self.get_logger().info(f"pushing {plan.describe()}")
+            self.get_logger().info(f"pushed to {push(plan)}")
+        except Exception as exc:  # huggingface_hub's HTTP, auth and offline errors
+            self.get_logger().error(
+                f"push to {repo_id} failed: {type(exc).__name__}: {exc}; retry with: {retry}"
+            )
 
     def _publish_status(self) -> None:
         self._last_status = time.monotonic()

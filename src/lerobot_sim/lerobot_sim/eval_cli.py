@@ -133,7 +133,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lerobot-sim-eval", description=__doc__.split("\n\n")[0])
     p.add_argument("--env", required=True, help=f"preset ({', '.join(PRESETS)}) or a gymnasium id")
     p.add_argument("--episodes", type=int, required=True, help="number of episodes")
-    p.add_argument("--policy", required=True, help="checkpoint directory, 'scripted' or 'random'")
+    p.add_argument(
+        "--policy",
+        required=True,
+        help="checkpoint directory, Hub id org/name (cached), 'scripted' or 'random'",
+    )
     p.add_argument("--output", required=True, help="metrics JSON file to write")
     p.add_argument("--seed", type=int, default=0, help="seed of the first episode; episode i uses seed + i")
     p.add_argument("--videos", default="", help="directory for one mp4 per episode")

@@ -118,9 +118,13 @@ def make_policy(spec: str, action_space=None, fps: int = 30) -> Policy:
         if action_space is None:
             raise EvaluationError("--policy random needs the environment's action space")
         return RandomPolicy(action_space)
-    if os.path.isdir(spec):
+    from lerobot_core.hub import is_repo_id
+
+    if os.path.isdir(spec) or is_repo_id(spec):  # a Hub id resolves from the Hugging Face cache
         return CheckpointPolicy(spec, fps=fps)
-    raise EvaluationError(f"--policy {spec!r}: expected a checkpoint directory, 'scripted' or 'random'")
+    raise EvaluationError(
+        f"--policy {spec!r}: expected a checkpoint directory, a Hub id (org/name), 'scripted' or 'random'"
+    )
 
 
 # ---------------------------------------------------------------------- metrics

@@ -46,8 +46,14 @@ class Pipeline:
 
 
 def resolve_checkpoint_dir(path: str | Path) -> Path:
-    """Accept the pretrained_model dir itself, or a training checkpoint dir that contains one."""
-    p = Path(path).expanduser()
+    """Accept the pretrained_model dir itself, a training checkpoint dir that contains one, or a
+    Hugging Face Hub id (``org/name``, from the Hub cache; lerobot_core.hub)."""
+    from lerobot_core.hub import HubError, resolve_pretrained
+
+    try:
+        p = resolve_pretrained(path)
+    except HubError as exc:
+        raise PolicyLoadError(str(exc)) from None
     if not p.exists():
         raise PolicyLoadError(f"policy checkpoint directory {str(p)!r} does not exist")
     if p.is_file():

@@ -1,0 +1,66 @@
+"""Replaying a recorded episode on a robot, ROS-free: the ramp from the present pose and the command
+sequence through the safety filter. ``replay_cli`` publishes what this plans.
+
+The ramp moves every joint linearly from where the robot is to the episode's first action, in as
+many control steps as the joint with the longest way needs at ``max_step`` rad per step, so the
+first recorded action is never a jump. Every command, ramp and episode, goes through the same
+``SafetyFilter`` as a policy's: clamped to the joint limits, change per step bounded.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .safety import SafetyFilter, SafetyLimits
+
+
+def ramp(start: np.ndarray, target: np.ndarray, max_step: np.ndarray | float) -> np.ndarray:
+    """Points from ``start`` (excluded) to ``target`` (included), no joint moving more than
+    ``max_step`` per point; (0, n) when already there."""
+    start, target = np.asarray(start, dtype=np.float64), np.asarray(target, dtype=np.float64)
+    delta = target - start
+    step = np.broadcast_to(np.asarray(max_step, dtype=np.float64), delta.shape)
+    ratio = np.abs(delta) / step
+    n = math.ceil(float(np.max(ratio))) if ratio.size else 0
+    if n == 0:
+        return np.empty((0, start.size))
+    # a hair above 1 only from float rounding: one step more would never be needed
+    if float(np.max(ratio)) <= n - 1 + 1e-9:
+        n -= 1
+    return start + delta * (np.arange(1, n + 1)[:, None] / n)
+
+
+@dataclass
+class ReplayPlan:
+    commands: np.ndarray  # (ramp_steps + frames, joints) rad, after the safety filter
+    ramp_steps: int
+    clamped_steps: int  # commands where a joint limit applied
+    rate_limited_steps: int  # episode commands the per-step bound slowed down
+
+    @property
+    def final(self) -> np.ndarray:
+        return self.commands[-1]
+
+
+def plan_replay(present: np.ndarray, actions: np.ndarray, limits: SafetyLimits) -> ReplayPlan:
+    """The commands that take the robot from ``present`` through the episode's ``actions`` (rad)."""
+    actions = np.asarray(actions, dtype=np.float64)
+    if actions.ndim != 2 or actions.shape[0] == 0:
+        raise ValueError(f"no actions to replay (shape {actions.shape})")
+    if not np.all(np.isfinite(actions)):
+        bad = int(np.flatnonzero(~np.all(np.isfinite(actions), axis=1))[0])
+        raise ValueError(f"frame {bad} has a non-finite action: {actions[bad].tolist()}")
+    safety = SafetyFilter(limits)
+    safety.reset(present)
+    first = np.clip(actions[0], limits.lower, limits.upper)
+    ramp_points = ramp(safety.last, first, limits.max_step)
+    out, clamped, limited = [], 0, 0
+    for i, target in enumerate([*ramp_points, *actions]):
+        result = safety.apply(target)
+        out.append(result.command)
+        clamped += result.clamped
+        limited += result.rate_limited and i >= len(ramp_points)
+    return ReplayPlan(np.asarray(out), len(ramp_points), clamped, limited)
