@@ -39,6 +39,7 @@ setup(
     license="Apache-2.0",
     entry_points={
         "console_scripts": [
+            "control_arbiter = lerobot_policy_node.control_arbiter_node:main",
             "lerobot-policy-predict = lerobot_policy_node.predict_cli:main",
             "policy = lerobot_policy_node.policy_node:main",
         ],

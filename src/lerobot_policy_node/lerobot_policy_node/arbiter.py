@@ -48,6 +48,8 @@ class ArbiterConfig:
     joint_names: tuple[str, ...]
     limits: SafetyLimits
     source_timeout_s: float = 0.25  # a driving source older than this -> HOLD
+    # the arbiter starts in HOLD and hands control to this source when it first publishes
+    # (event "start"); HOLD = wait for an operator input
     initial_mode: Mode = Mode.POLICY
     require_leader_alignment: bool = False  # takeover waits until the leader mirrors the follower
     alignment_timeout_s: float = 5.0  # a waiting takeover gives up after this
@@ -88,7 +90,8 @@ class Arbiter:
         n = len(self.cfg.joint_names)
         if self.cfg.limits.lower.shape != (n,):
             raise ValueError(f"limits for {self.cfg.limits.lower.shape[0]} joints, {n} joint names")
-        self.mode = self.cfg.initial_mode
+        self.mode = Mode.HOLD
+        self._awaiting_start = self.cfg.initial_mode != Mode.HOLD
         self._filter = SafetyFilter(self.cfg.limits)
         self._latest = {Source.POLICY: _Latest(), Source.HUMAN: _Latest()}
         self._present: np.ndarray | None = None
@@ -139,6 +142,7 @@ class Arbiter:
         """An operator input (keys, pedal, service). Refusals change nothing and say why."""
         if command not in COMMANDS:
             return self._refuse(f"unknown command {command!r}; use one of {', '.join(COMMANDS)}")
+        self._awaiting_start = False  # the operator decides from now on
         if command == "cycle":
             command = {Mode.POLICY: "pause", Mode.HOLD: "takeover", Mode.HUMAN: "resume"}[self.mode]
         if command in EPISODE_COMMANDS:
@@ -185,6 +189,11 @@ class Arbiter:
     # ------------------------------------------------------------------ the control step
     def step(self, now_s: float) -> np.ndarray | None:
         """The command for this control step (rad), or None while no pose is known yet."""
+        if self._awaiting_start and self.mode == Mode.HOLD:
+            src = Source.POLICY if self.cfg.initial_mode == Mode.POLICY else Source.HUMAN
+            if self.is_live(src, now_s):
+                self._awaiting_start = False
+                self._switch(self.cfg.initial_mode, "start", f"the {src.value} drives from the start", now_s)
         if self._pending_takeover_since is not None and self.mode == Mode.HOLD:
             if self._leader_aligned and self.is_live(Source.HUMAN, now_s):
                 self._pending_takeover_since = None

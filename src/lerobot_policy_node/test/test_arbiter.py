@@ -36,6 +36,8 @@ def make(mode=Mode.POLICY, align=False, lower=None, upper=None) -> Arbiter:
     )
     arb = Arbiter(cfg)
     arb.update_present(PRESENT)
+    arb.mode = mode  # the table starts from every mode; how the arbiter starts is tested below
+    arb._awaiting_start = False
     return arb
 
 
@@ -149,11 +151,36 @@ def test_silent_source_in_control_holds_not_replays(mode, source):
     assert arb.step(TIMEOUT + 0.04) == pytest.approx(out) and arb.mode == Mode.HOLD
 
 
-def test_never_published_source_holds_at_start():
-    arb = make(Mode.POLICY)
-    out = arb.step(0.0)
-    assert arb.mode == Mode.HOLD and "never published" in arb.transitions[-1].message
-    assert out == pytest.approx(PRESENT)
+@pytest.mark.parametrize("initial,source", [(Mode.POLICY, Source.POLICY), (Mode.HUMAN, Source.HUMAN)])
+def test_starts_holding_until_the_initial_source_publishes(initial, source):
+    arb = Arbiter(ArbiterConfig(("a", "b", "c"), SafetyLimits.build(N, max_step=STEP), initial_mode=initial))
+    arb.update_present(PRESENT)
+    assert arb.mode == Mode.HOLD
+    assert arb.step(0.0) == pytest.approx(PRESENT) and arb.transitions == []
+    other = Source.HUMAN if source == Source.POLICY else Source.POLICY
+    arb.update_source(other, POLICY_CMD, 0.1)  # the other source does not start anything
+    assert arb.step(0.1) == pytest.approx(PRESENT) and arb.mode == Mode.HOLD
+    arb.update_source(source, POLICY_CMD, 0.2)
+    cmd = arb.step(0.2)
+    assert arb.mode == initial and arb.transitions[-1].event == "start"
+    assert np.max(np.abs(cmd - PRESENT)) <= STEP + 1e-12
+
+
+def test_initial_hold_waits_for_an_input_and_an_input_cancels_the_start():
+    arb = Arbiter(
+        ArbiterConfig(("a", "b", "c"), SafetyLimits.build(N, max_step=STEP), initial_mode=Mode.HOLD)
+    )
+    arb.update_present(PRESENT)
+    feed(arb, 0.0)
+    arb.step(0.0)
+    assert arb.mode == Mode.HOLD and arb.transitions == []
+    assert arb.request("resume", 0.01).success and arb.mode == Mode.POLICY
+    arb2 = Arbiter(ArbiterConfig(("a", "b", "c"), SafetyLimits.build(N, max_step=STEP)))
+    arb2.update_present(PRESENT)
+    arb2.request("pause", 0.0)  # the operator paused before the policy came up: it stays paused
+    feed(arb2, 0.1)
+    arb2.step(0.1)
+    assert arb2.mode == Mode.HOLD
 
 
 def test_no_pose_no_command():

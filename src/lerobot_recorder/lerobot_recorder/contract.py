@@ -73,9 +73,15 @@ JOINT_TRAJECTORY = "trajectory_msgs/msg/JointTrajectory"
 IMAGE = "sensor_msgs/msg/Image"
 COMPRESSED_IMAGE = "sensor_msgs/msg/CompressedImage"
 STRING = "std_msgs/msg/String"
+CONTROL_STATUS = "lerobot_msgs/msg/ControlStatus"  # the control arbiter's mode (human-in-the-loop)
 VECTOR_TYPES = (JOINT_STATE, FLOAT64_MULTI_ARRAY, JOINT_TRAJECTORY)
 IMAGE_TYPES = (IMAGE, COMPRESSED_IMAGE)
 HEADERLESS_TYPES = (FLOAT64_MULTI_ARRAY, STRING)
+LATCHED_TYPES = (STRING, CONTROL_STATUS)  # published on change: the latest value stays valid
+# per-frame extras, named as LeRobot names them (complementary_info.<name>), from the arbiter's status
+EXTRA_PREFIX = "complementary_info."
+CONTROL_FIELDS = {"is_intervention": "bool", "mode": "int64"}  # ControlStatus field -> dataset dtype
+CONTROL_MODE_HOLD = 2  # ControlStatus.MODE_HOLD: paused, no frames
 
 FIELDS = {"position": "pos", "velocity": "vel", "effort": "effort"}
 UNITS = ("radians", "degrees", "normalized")
@@ -86,6 +92,7 @@ STREAM_KEYS = ("policy", "tolerance", "max_staleness", "timeline", "qos", "rate"
 _VECTOR_KEYS = {"topic", "type", "fields", "joints", "prefix", "units", *STREAM_KEYS}
 _IMAGE_KEYS = {"topic", "type", "encoding", "height", "width", *STREAM_KEYS}
 _TASK_KEYS = {"topic", "default", *STREAM_KEYS}
+_EXTRA_KEYS = {"topic", "type", "field", *STREAM_KEYS}
 _TOP_KEYS = {"fps", "robot_type", "units", "task", "calibration", "features", "defaults"}
 DEFAULT_MAX_STALENESS = 0.5  # s: a stream silent this long drops ticks instead of freezing silently
 
@@ -135,7 +142,8 @@ class TopicStream:
             max_staleness_s=self.max_staleness,
             timeline=self.timeline,
             required=self.required,
-            latched=self.msgtype == STRING,  # task text: published on change, valid until replaced
+            latched=self.msgtype
+            in LATCHED_TYPES,  # task text, mode: published on change, valid until replaced
         )
 
 
@@ -162,6 +170,16 @@ class ImageSource:
 
 
 @dataclass(frozen=True)
+class ExtraSource:
+    """A per-frame scalar (``complementary_info.<name>``) read from one field of a status message."""
+
+    topic: str
+    msgtype: str
+    field: str
+    dtype: str
+
+
+@dataclass(frozen=True)
 class _Plan:
     """How one vector feature is assembled from its topics' arrays (precomputed)."""
 
@@ -179,6 +197,7 @@ class Contract:
     task_topic: str | None = None
     calibration: dict[str, tuple[float, float, str]] = field(default_factory=dict)
     source: str = "<contract>"
+    extras: dict[str, ExtraSource] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ loading
     @classmethod
@@ -359,7 +378,16 @@ class Contract:
                 "shape": (src.height, src.width, 3),
                 "names": ["height", "width", "channels"],
             }
+        for feature, src in self.extras.items():
+            out[feature] = {"dtype": src.dtype, "shape": (1,), "names": None}
         return out
+
+    def paused(self, values: Mapping[str, Any]) -> bool:
+        """True when a tick falls in a pause of the control arbiter (such ticks make no frame)."""
+        return any(
+            (v := values.get(src.topic)) is not None and v["mode"] == CONTROL_MODE_HOLD
+            for src in self.extras.values()
+        )
 
     # ------------------------------------------------------------------ per message
     def _layout(self, topic: str) -> list[tuple[str, str]]:
@@ -397,6 +425,8 @@ class Contract:
             value = msg
         elif mtype == STRING:
             value = str(msg.data)
+        elif mtype == CONTROL_STATUS:
+            value = {name: getattr(msg, name) for name in CONTROL_FIELDS}
         else:
             raise ValueError(f"topic {topic}: unsupported message type {mtype}")
         return value, stamp, receive_ns
@@ -458,6 +488,11 @@ class Contract:
                     f"(the dataset's {feature} is {src.width}x{src.height})"
                 )
             frame[feature] = rgb
+        for feature, src in self.extras.items():
+            v = values.get(src.topic)
+            if v is None:
+                raise ValueError(f"topic {src.topic}: no data for {feature} at this tick")
+            frame[feature] = np.array([v[src.field]], dtype=src.dtype)
         task = self.task_text
         if self.task_topic is not None and values.get(self.task_topic):
             task = values[self.task_topic]
@@ -631,7 +666,7 @@ class _Parser:
         required = merged.get("required", True)
         if not isinstance(required, bool):
             raise self.err(f"{key}.required", f"expected true or false, got {required!r}")
-        staleness_default = None if msgtype == STRING else DEFAULT_MAX_STALENESS
+        staleness_default = None if msgtype in LATCHED_TYPES else DEFAULT_MAX_STALENESS
         return TopicStream(
             topic=topic,
             msgtype=msgtype,
@@ -680,6 +715,7 @@ class _Parser:
         streams: dict[str, TopicStream] = {}
         vectors: dict[str, tuple[VectorSource, ...]] = {}
         images: dict[str, ImageSource] = {}
+        extras: dict[str, ExtraSource] = {}
 
         def add_stream(stream: TopicStream, key: str) -> None:
             old = streams.get(stream.topic)
@@ -720,6 +756,22 @@ class _Parser:
                         raise self.err(f"{fkey}.{k}", f"expected a positive integer, got {v!r}")
                 add_stream(self.stream(raw, fkey, topic, mtype, defaults), fkey)
                 images[feature] = ImageSource(topic, mtype, enc, h, w)
+                continue
+            if feature.startswith(EXTRA_PREFIX):
+                raw = self.mapping(spec, fkey, _EXTRA_KEYS)
+                if "topic" not in raw:
+                    raise self.err(f"{fkey}.topic", "missing")
+                topic = self.topic(raw["topic"], f"{fkey}.topic")
+                mtype = self.msgtype(raw, fkey, (CONTROL_STATUS,), CONTROL_STATUS)
+                fld = self.choice(
+                    raw.get("field", feature[len(EXTRA_PREFIX) :]), f"{fkey}.field", tuple(CONTROL_FIELDS)
+                )
+                # a mode published on change is held until replaced: no staleness from the defaults
+                latched = {
+                    k: v for k, v in defaults.items() if k not in ("policy", "tolerance", "max_staleness")
+                }
+                add_stream(self.stream(raw, fkey, topic, mtype, latched), fkey)
+                extras[feature] = ExtraSource(topic, mtype, fld, CONTROL_FIELDS[fld])
                 continue
             items = spec if isinstance(spec, list) else [spec]
             if not items:
@@ -762,6 +814,7 @@ class _Parser:
             task_topic=task_topic,
             calibration=calibration,
             source=self.source,
+            extras=extras,
         )
         if contract.resolved:
             contract._check_names()
