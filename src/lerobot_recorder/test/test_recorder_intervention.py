@@ -193,3 +193,21 @@ def test_hil_dataset_loads_in_lerobot(tmp_path):
     )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "ok:" in out.stdout
+
+
+@pytest.mark.parametrize(
+    "data,hil,keys",
+    [
+        (b" ", True, ["pause"]),
+        (b"c", True, ["takeover"]),
+        (b"p", True, ["resume"]),
+        (b"s", True, ["start"]),
+        (b" cp\x1b[C", True, ["pause", "takeover", "resume", "right"]),
+        (b" ", False, ["start"]),  # without --arbiter the keys stay as they were
+        (b"cp", False, ["unknown", "unknown"]),
+    ],
+)
+def test_hil_keys(data, hil, keys):
+    from lerobot_recorder.keyboard import KeyDecoder
+
+    assert KeyDecoder(hil=hil).feed(data) == keys
