@@ -19,6 +19,7 @@ driven to mirror the follower while paused; a takeover waits until it is within
 
 from __future__ import annotations
 
+import collections
 import math
 import threading
 from dataclasses import dataclass
@@ -92,6 +93,7 @@ class ControlArbiterNode(Node):
         self._last_event, self._last_message = "", f"holding until the {self.cfg.initial_mode} publishes"
         self._last_transition: Transition | None = None
         self._leader_torque = False
+        self._leader_errors: collections.deque = collections.deque(maxlen=3)
         self._mirror = None
         self._group = MutuallyExclusiveCallbackGroup()  # all arbiter state changes are serialized
         clients = MutuallyExclusiveCallbackGroup()
@@ -290,7 +292,10 @@ class ControlArbiterNode(Node):
         target = self._mirror.inverse(self.cfg.joint_names, present)
         leader = dict(zip(msg.name, msg.position, strict=False))
         errors = [abs(leader[n] - v) for n, v in target.items() if n in leader]
-        err = max(errors) if errors and self._leader_torque else math.nan
+        self._leader_errors.append(max(errors) if errors and self._leader_torque else math.nan)
+        # aligned = the last few leader samples all within tolerance (settled, not passing through)
+        full = len(self._leader_errors) == self._leader_errors.maxlen
+        err = max(self._leader_errors) if full else math.nan
         with self._lock:
             self.arbiter.update_leader_alignment(err, self.cfg.mirror_tolerance_rad)
 
@@ -300,8 +305,11 @@ class ControlArbiterNode(Node):
             reply = self.arbiter.request(command, self._now())
         if reply.success and command in RECORDER_SERVICES:
             self._call_recorder(command)
-        log = self.get_logger().info if reply.success else self.get_logger().warning
-        log(f"{command}: {reply.message}")
+        # rclpy ties a severity to each logging call site: one line per severity
+        if reply.success:
+            self.get_logger().info(f"{command}: {reply.message}")
+        else:
+            self.get_logger().warning(f"{command}: {reply.message}")
         if not reply.success:
             self._last_event, self._last_message = f"{command}_refused", reply.message
             self._publish_status()
@@ -373,6 +381,7 @@ class ControlArbiterNode(Node):
 
     def _set_leader_torque(self, on: bool) -> None:
         self._leader_torque = on
+        self._leader_errors.clear()
         if not on:
             with self._lock:
                 self.arbiter.update_leader_alignment(math.nan, self.cfg.mirror_tolerance_rad)

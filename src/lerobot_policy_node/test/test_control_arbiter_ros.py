@@ -26,6 +26,7 @@ STATUS_QOS = QoSProfile(
     depth=50, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
 )
 RATE = 50.0
+OUTPUT = [lambda: ""]  # the arbiter process output, for failure messages
 STEP = 0.02
 PRESENT = np.array([0.0, -0.5, 0.5, 0.2, 0.0, 0.3])
 POLICY = PRESENT + 0.1
@@ -65,7 +66,7 @@ def call(node, srv_type, name, request, timeout=10.0):
     cli = node.create_client(srv_type, name)
     assert cli.wait_for_service(timeout_sec=timeout), f"{name} not available"
     fut = cli.call_async(request)
-    assert wait_until(fut.done, timeout), f"{name}: no answer"
+    assert wait_until(fut.done, timeout), f"{name}: no answer ({OUTPUT[0]()})"
     node.destroy_client(cli)
     return fut.result()
 
@@ -89,6 +90,7 @@ def test_every_transition_over_ros(ros_node):
     out = MessageCollector(ros_node, JointState, "/joint_commands")
     src = Sources(ros_node)
     with arbiter() as proc:
+        OUTPUT[0] = proc.output
         try:
             # start: the policy publishes, so it drives; the first command is within a step of the pose
             assert wait_until(lambda: ControlStatus.MODE_POLICY in modes(status), 30), proc.output()
