@@ -147,10 +147,13 @@ class ControlArbiterNode(Node):
                 QOS_JOINTS,
                 callback_group=self._group,
             )
-        self.create_timer(1.0 / self.cfg.rate_hz, self._tick, callback_group=self._group)
+        self._timer = self.create_timer(1.0 / self.cfg.rate_hz, self._tick, callback_group=self._group)
         self.create_timer(1.0, self._publish_status, callback_group=self._group)
         self._pedal = None
         self._pedal_stop = threading.Event()
+        # pedal presses are handed to the executor, so every input runs in the arbiter's callback group
+        self._pedal_inputs: collections.deque = collections.deque()
+        self._pedal_guard = self.create_guard_condition(self._on_pedal_inputs, callback_group=self._group)
         if self.cfg.pedal_device:
             key_map = parse_key_map(self.cfg.pedal_keys, COMMANDS)
             self._pedal = PedalReader(self.cfg.pedal_device)  # a missing/unreadable device fails here
@@ -313,6 +316,11 @@ class ControlArbiterNode(Node):
         if not reply.success:
             self._last_event, self._last_message = f"{command}_refused", reply.message
             self._publish_status()
+        if reply.transition is not None:
+            # the new source's first command goes out now, not at the next tick; the tick restarts
+            # from here, so commands stay one control period apart
+            self._timer.reset()
+            self._tick()
         self._after_change()
         return reply
 
@@ -333,8 +341,14 @@ class ControlArbiterNode(Node):
             except PedalError as exc:
                 self.get_logger().error(str(exc))
                 return
-            for command in commands_for(codes, key_map):
-                self.request(command)
+            commands = commands_for(codes, key_map)
+            if commands:
+                self._pedal_inputs.extend(commands)
+                self._pedal_guard.trigger()
+
+    def _on_pedal_inputs(self) -> None:
+        while self._pedal_inputs:
+            self.request(self._pedal_inputs.popleft())
 
     # ------------------------------------------------------------------ the control step
     def _tick(self) -> None:
