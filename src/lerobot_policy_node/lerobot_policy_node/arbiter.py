@@ -140,9 +140,14 @@ class Arbiter:
 
     def request(self, command: str, now_s: float) -> Reply:
         """An operator input (keys, pedal, service). Refusals change nothing and say why."""
+        reply = self._request(command, now_s)
+        if reply.success:
+            self._awaiting_start = False  # the operator decides from now on
+        return reply
+
+    def _request(self, command: str, now_s: float) -> Reply:
         if command not in COMMANDS:
             return self._refuse(f"unknown command {command!r}; use one of {', '.join(COMMANDS)}")
-        self._awaiting_start = False  # the operator decides from now on
         if command == "cycle":
             command = {Mode.POLICY: "pause", Mode.HOLD: "takeover", Mode.HUMAN: "resume"}[self.mode]
         if command in EPISODE_COMMANDS:

@@ -181,6 +181,12 @@ def test_initial_hold_waits_for_an_input_and_an_input_cancels_the_start():
     feed(arb2, 0.1)
     arb2.step(0.1)
     assert arb2.mode == Mode.HOLD
+    arb3 = Arbiter(ArbiterConfig(("a", "b", "c"), SafetyLimits.build(N, max_step=STEP)))
+    arb3.update_present(PRESENT)
+    assert not arb3.request("resume", 0.0).success  # refused (policy silent): the start still happens
+    feed(arb3, 0.1)
+    arb3.step(0.1)
+    assert arb3.mode == Mode.POLICY and arb3.transitions[-1].event == "start"
 
 
 def test_no_pose_no_command():
