@@ -190,3 +190,28 @@ def test_pedal_presses_from_a_fifo_pause_and_resume(ros_node, tmp_path):
     finally:
         src.close()
     assert not math.isnan(0.0)
+
+
+def test_record_control_sends_arbiter_inputs(ros_node):
+    status = MessageCollector(ros_node, ControlStatus, "/arbiter/status", STATUS_QOS)
+    src = Sources(ros_node)
+    try:
+        with arbiter() as proc:
+            assert wait_until(lambda: ControlStatus.MODE_POLICY in modes(status), 30), proc.output()
+            with RosProcess(
+                "lerobot_recorder",
+                "lerobot-record-control",
+                args=["--arbiter", "--command", "pause"],
+                ros_args=False,
+            ) as tool:
+                assert wait_until(lambda: tool.returncode is not None, 30), tool.output()
+            assert tool.returncode == 0 and "ok: paused" in tool.output(), tool.output()
+            assert wait_until(lambda: status.messages[-1].mode == ControlStatus.MODE_HOLD, 5)
+            # without --arbiter the tool says what is missing
+            with RosProcess(
+                "lerobot_recorder", "lerobot-record-control", args=["--command", "takeover"], ros_args=False
+            ) as tool:
+                assert wait_until(lambda: tool.returncode is not None, 30), tool.output()
+            assert tool.returncode == 1 and "takeover needs --arbiter" in tool.output(), tool.output()
+    finally:
+        src.close()
