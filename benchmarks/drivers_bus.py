@@ -25,11 +25,11 @@ import sys
 import tempfile
 import time
 
+from lerobot_core.robots import get_robot_spec
 from lerobot_drivers import dynamixel as dxl
 from lerobot_drivers import feetech as ft
 from lerobot_drivers.arm import ArmBus
 from lerobot_drivers.bus import BusTimeoutError
-from lerobot_drivers.robots import get_robot_spec
 from lerobot_drivers.servo_emulator import EmulatorProcess
 
 BAUD = 1_000_000
@@ -91,7 +91,7 @@ def cycle_rate(robot: str, seconds: float, per_register: bool) -> float:
         arm = ArmBus(spec, os.path.join(tmp, "tty"), timeout_s=0.05)
         arm.connect()
         arm.hold_present()
-        regs = arm._registers
+        regs = arm.family.state_registers
         goals = {n: 0.05 for n in spec.joint_names}
         n = timeouts = 0
         t0 = time.perf_counter()
@@ -120,7 +120,7 @@ def jitter(seconds: float) -> dict:
         [
             sys.executable,
             "-c",
-            "from lerobot_bringup.ament import find_executable; print(find_executable('lerobot_drivers','motor_bus'))",
+            "from lerobot_core.ament import find_executable; print(find_executable('lerobot_drivers','motor_bus'))",
         ],
         capture_output=True,
         text=True,
@@ -179,7 +179,7 @@ def teleop_rate(seconds: float) -> dict:
     import rclpy
     from sensor_msgs.msg import JointState
 
-    from lerobot_bringup.ament import find_executable
+    from lerobot_core.ament import find_executable
 
     bus_exe = str(find_executable("lerobot_drivers", "motor_bus"))
     teleop_exe = str(find_executable("lerobot_drivers", "teleop"))

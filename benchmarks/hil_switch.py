@@ -31,7 +31,7 @@ import rclpy
 from rclpy.executors import MultiThreadedExecutor
 from sensor_msgs.msg import JointState
 
-from lerobot_bringup.testing import RosProcess, wait_until
+from lerobot_core.ros.testing import RosProcess, wait_until
 from lerobot_msgs.msg import ControlStatus
 from lerobot_msgs.srv import ArbiterCommand
 from lerobot_policy_node.pedal import KEY_CODES, pack_event

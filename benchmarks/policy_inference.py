@@ -238,11 +238,11 @@ def bench_pipeline(ckpt: Path, iters: int) -> dict:
     from sensor_msgs.msg import Image, JointState
     from std_msgs.msg import Float64MultiArray
 
+    from lerobot_core.image_conversion import fill_image_msg, image_msg_to_rgb
     from lerobot_policy_node.action_queue import ActionScheduler, SchedulerConfig
     from lerobot_policy_node.observation import ObservationBuilder, ObservationSpec
     from lerobot_policy_node.runtime import load_policy
     from lerobot_policy_node.safety import SafetyFilter, SafetyLimits
-    from lerobot_recorder.image_conversion import fill_image_msg, image_msg_to_rgb
 
     policy = load_policy(ckpt)
     norm = policy.pre.normalizer

@@ -30,10 +30,10 @@ from pathlib import Path
 import numpy as np
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 
+from lerobot_core.alignment import Aligner
+from lerobot_core.contract import Contract
 from lerobot_recorder import bag_io
-from lerobot_recorder.alignment import Aligner
 from lerobot_recorder.bag_import import import_bags
-from lerobot_recorder.contract import Contract
 
 JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
 CAM = "/cameras/front/image_raw"

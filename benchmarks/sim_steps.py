@@ -21,7 +21,7 @@ import time
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-from lerobot_recorder.dds_transport import large_image_transport_profile
+from lerobot_core.dds_transport import large_image_transport_profile
 from lerobot_sim.eval_cli import make_transport_factory, resolve_env
 from lerobot_sim.evaluation import LocalEnvTransport, ScriptedPolicy
 from lerobot_sim.registration import SO101_CUBE_ID

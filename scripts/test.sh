@@ -7,14 +7,14 @@ cd "$ROOT"
 ./setup.sh
 # shellcheck disable=SC1091
 set +u; source env.sh; set -u
-# tests get their own ROS_DOMAIN_ID per pytest process (lerobot_bringup.testing); never leave loopback
+# tests get their own ROS_DOMAIN_ID per pytest process (lerobot_core.ros.testing); never leave loopback
 export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
 echo "== ruff"
 ruff check .
 ruff format --check .
 echo "== pytest"
 set +e
-python -m pytest "$@"  # the lerobot_bringup pytest11 plugin loads itself (ROS_DOMAIN_ID per process)
+python -m pytest "$@"  # the lerobot_core pytest11 plugin loads itself (ROS_DOMAIN_ID per process)
 code=$?
 set -e
 if [ "$code" = 5 ]; then echo "scripts/test.sh: pytest collected no tests" >&2; exit 1; fi

@@ -43,7 +43,5 @@ setup(
             "synthetic_joints = lerobot_bringup.nodes.synthetic_joints_node:main",
             "topic_monitor = lerobot_bringup.nodes.topic_monitor_node:main",
         ],
-        # fixtures and a per-process ROS_DOMAIN_ID for every pytest run in the workspace
-        "pytest11": ["lerobot_ros = lerobot_bringup.testing.pytest_plugin"],
     },
 )

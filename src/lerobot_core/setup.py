@@ -14,13 +14,22 @@ setup(
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
         ("share/" + package_name, ["package.xml"] + glob("README.md")),
+        (
+            "share/" + package_name + "/config",
+            glob("lerobot_core/config/*.xml"),
+        ),  # for FASTDDS_DEFAULT_PROFILES_FILE
     ],
+    package_data={package_name: ["config/*.xml"]},
     install_requires=["setuptools", "numpy", "pyyaml"],
     extras_require={"test": ["pytest"]},  # lets `colcon test` run the pytest suite
-    zip_safe=True,
+    zip_safe=False,  # dds_transport reads config/ beside its module
     maintainer="lerobot_ros maintainers",
     maintainer_email="maintainers@lerobot-ros.dev",
     description=DESCRIPTION,
     license="Apache-2.0",
-    entry_points={"console_scripts": []},
+    entry_points={
+        # fixtures and a per-process ROS_DOMAIN_ID for every pytest run in the workspace (registered here
+        # only: a second registration would load the plugin twice)
+        "pytest11": ["lerobot_ros = lerobot_core.ros.testing.pytest_plugin"],
+    },
 )

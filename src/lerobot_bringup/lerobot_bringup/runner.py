@@ -19,7 +19,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from lerobot_bringup.ament import die_with_parent, find_executable
 from lerobot_bringup.profile import (
     NodeSpec,
     Profile,
@@ -28,6 +27,7 @@ from lerobot_bringup.profile import (
     load_profile,
     parse_overrides,
 )
+from lerobot_core.ament import die_with_parent, find_executable
 
 CLEAN_EXIT = {0, -signal.SIGINT, 128 + signal.SIGINT}
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lerobot_bringup.testing import MessageCollector, wait_until
+from lerobot_core.ros.testing import MessageCollector, wait_until
 
 pytestmark = pytest.mark.ros
 

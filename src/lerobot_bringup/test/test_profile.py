@@ -125,7 +125,7 @@ def test_unknown_override_and_unknown_profile(tmp_path):
 @pytest.mark.parametrize("path", sorted(PROFILES.glob("*.yaml")), ids=lambda p: p.stem)
 def test_every_shipped_profile_loads_and_its_executables_exist(path):
     """The single source of truth must be valid, and every node must be an installed executable."""
-    from lerobot_bringup.ament import find_executable
+    from lerobot_core.ament import find_executable
 
     prof = load_profile(path)
     assert prof.description, f"{path}: add a description"

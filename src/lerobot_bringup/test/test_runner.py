@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lerobot_bringup.testing import MessageCollector, wait_for_messages, wait_until
+from lerobot_core.ros.testing import MessageCollector, wait_for_messages, wait_until
 
 pytestmark = pytest.mark.ros
 
@@ -118,14 +118,14 @@ def test_runner_refuses_without_a_domain_id(tmp_path):
 
 def test_each_pytest_process_gets_its_own_domain(ros_domain_id):
     assert os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "LOCALHOST"
-    code = "from lerobot_bringup.testing.pytest_plugin import reserve_domain_id; print(reserve_domain_id())"
+    code = "from lerobot_core.ros.testing.pytest_plugin import reserve_domain_id; print(reserve_domain_id())"
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert int(other) != ros_domain_id
 
 
 def test_each_test_module_gets_a_fresh_domain_and_releases_the_last(tmp_path):
     code = (
-        "import fcntl; from pathlib import Path; from lerobot_bringup.testing.pytest_plugin import reserve_domain_id\n"
+        "import fcntl; from pathlib import Path; from lerobot_core.ros.testing.pytest_plugin import reserve_domain_id\n"
         f"d = Path({str(tmp_path)!r})\n"
         "a = reserve_domain_id(d); b = reserve_domain_id(d)\n"
         "f = open(d / f'{a}.lock', 'w'); fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a is free again\n"

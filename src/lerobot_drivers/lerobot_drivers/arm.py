@@ -14,12 +14,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Optional
 
-from lerobot_drivers import dynamixel as dxl
-from lerobot_drivers import feetech as ft
+from lerobot_core.robots import RobotSpec
 from lerobot_drivers.bus import MotorBus
 from lerobot_drivers.calibrate import bus_for_spec, read_calibration, write_calibration
 from lerobot_drivers.calibration import MotorCalibration, Normalizer
-from lerobot_drivers.robots import FEETECH, RobotSpec
 
 
 class CommandError(ValueError):
@@ -53,12 +51,6 @@ class SafetyReport:
     step_limited: list[str] = field(default_factory=list)  # joints whose step was bounded
 
 
-def _state_registers(bus_family: str) -> tuple[str, ...]:
-    if bus_family == FEETECH:
-        return ("Present_Position", "Present_Velocity", "Present_Load")  # 56..61, one 6-byte block
-    return ("Present_Current", "Present_Velocity", "Present_Position")  # 126..135, one 10-byte block
-
-
 class ArmBus:
     def __init__(
         self,
@@ -76,7 +68,7 @@ class ArmBus:
         self.max_step_rad = float(max_step_rad)
         self._ids = {m.name: m.id for m in spec.motors}
         self._names = {m.id: m.name for m in spec.motors}
-        self._registers = _state_registers(spec.bus)
+        self.family = self.bus.family
         self.last_positions: Optional[dict[str, float]] = None
         self.calibration_written = False
 
@@ -103,34 +95,18 @@ class ArmBus:
             raise
 
     def _servo_view(self, c: MotorCalibration) -> MotorCalibration:
-        """What read_calibration returns for a file entry (Feetech keeps no drive mode in the servo)."""
-        if self.spec.bus == FEETECH:
-            proto1 = self.bus.codec.protocol_version == 1
-            return MotorCalibration(c.id, 0, 0 if proto1 else c.homing_offset, c.range_min, c.range_max)
-        return c
+        """What read_calibration returns for a file entry (what the servos store of it)."""
+        fam = self.family
+        drive = c.drive_mode if fam.stores_drive_mode else 0
+        offset = c.homing_offset if fam.has_homing_offset else 0
+        return MotorCalibration(c.id, drive, offset, c.range_min, c.range_max)
 
     def _configure(self, leader: bool) -> None:
         """LeRobot's configure(): position mode, fast replies; P/I/D for the Feetech followers."""
         self.bus.disable_torque()
         for m in self.spec.motors:
-            if self.spec.bus == FEETECH:
-                self.bus.write(m.id, "Return_Delay_Time", 0)
-                self.bus.write(m.id, "Operating_Mode", 0)
-                if self.bus.codec.protocol_version == 0:
-                    self.bus.write(m.id, "Maximum_Acceleration", 254)
-                self.bus.write(m.id, "Acceleration", 254)
-                if not leader:
-                    self.bus.write(m.id, "P_Coefficient", 16)
-                    self.bus.write(m.id, "I_Coefficient", 0)
-                    self.bus.write(m.id, "D_Coefficient", 32)
-            else:
-                self.bus.write(m.id, "Return_Delay_Time", 0)
-                mode = dxl.OPERATING_MODES[
-                    "current_position" if m.name.endswith("gripper") else "extended_position"
-                ]
-                if mode not in dxl.get_model(m.model).operating_modes:
-                    mode = dxl.OPERATING_MODES["extended_position"]
-                self.bus.write(m.id, "Operating_Mode", mode)
+            for register, value in self.family.configure_writes(m.name, m.model, leader):
+                self.bus.write(m.id, register, value)
 
     def close(self) -> None:
         self.bus.close()
@@ -142,7 +118,7 @@ class ArmBus:
     # -------------------------------------------------------------- state
     def read(self) -> JointSample:
         t0 = time.time()
-        regs = self.bus.sync_read_registers(self._registers, self.spec.motor_ids)
+        regs = self.bus.sync_read_registers(self.family.state_registers, self.spec.motor_ids)
         stamp = (t0 + time.time()) / 2
         norm = self.normalizer
         names = self.spec.joint_names
@@ -153,57 +129,31 @@ class ArmBus:
             raw[m.id] = p
             pos.append(norm.to_radians(m.name, p))
             lr.append(norm.normalize(m.name, p))
-            vel.append(norm.velocity_to_rad_s(m.name, r["Present_Velocity"], self._velocity_unit(m.model)))
-            eff.append(self._effort(m.model, r))
+            unit = self.family.velocity_unit_rad_s(m.model)
+            vel.append(norm.velocity_to_rad_s(m.name, r["Present_Velocity"], unit))
+            eff.append(self.family.effort_nm(m.model, r))
         self.last_positions = dict(zip(names, pos, strict=False))
         return JointSample(stamp, names, pos, vel, eff, lr, raw)
 
-    def _velocity_unit(self, model: str) -> float:
-        if self.spec.bus == FEETECH:
-            return 2 * math.pi / ft.get_model(model).resolution  # steps/s
-        return dxl.VELOCITY_UNIT_RPM * 2 * math.pi / 60.0
-
-    def _effort(self, model: str, regs: Mapping[str, int]) -> float:
-        if self.spec.bus == FEETECH:
-            return regs["Present_Load"] / 1000.0 * ft.get_model(model).stall_torque_nm
-        info = dxl.get_model(model)
-        if info.current_unit_a:
-            return regs["Present_Current"] * info.current_unit_a / info.stall_current_a * info.stall_torque_nm
-        return regs["Present_Current"] / 1000.0 * info.stall_torque_nm  # Present_Load, 0.1 %
-
     def read_health(self) -> list[MotorHealth]:
-        out = []
-        if self.spec.bus == FEETECH:
-            regs = ("Present_Voltage", "Present_Temperature")
-            vals = self.bus.sync_read_registers(regs, self.spec.motor_ids)
-            for m in self.spec.motors:
-                err = self.bus.servo_errors.get(m.id, 0)
-                out.append(
-                    MotorHealth(
-                        m.name,
-                        m.id,
-                        float(vals[m.id]["Present_Temperature"]),
-                        vals[m.id]["Present_Voltage"] / 10.0,
-                        err,
-                        ft.describe_error(err),
-                    )
-                )
-        else:
-            regs = ("Present_Input_Voltage", "Present_Temperature")
-            vals = self.bus.sync_read_registers(regs, self.spec.motor_ids)
-            hw = self.bus.sync_read("Hardware_Error_Status", self.spec.motor_ids)
-            for m in self.spec.motors:
-                out.append(
-                    MotorHealth(
-                        m.name,
-                        m.id,
-                        float(vals[m.id]["Present_Temperature"]),
-                        vals[m.id]["Present_Input_Voltage"] / 10.0,
-                        hw[m.id],
-                        dxl.describe_hardware_error(hw[m.id]),
-                    )
-                )
-        return out
+        fam = self.family
+        ids = self.spec.motor_ids
+        vals = self.bus.sync_read_registers((fam.voltage_register, "Present_Temperature"), ids)
+        if fam.hardware_error_register:
+            bits = self.bus.sync_read(fam.hardware_error_register, ids)
+        else:  # the faults come in every status byte
+            bits = {sid: self.bus.servo_errors.get(sid, 0) for sid in ids}
+        return [
+            MotorHealth(
+                m.name,
+                m.id,
+                float(vals[m.id]["Present_Temperature"]),
+                vals[m.id][fam.voltage_register] / 10.0,
+                bits[m.id],
+                fam.describe_hardware(bits[m.id]),
+            )
+            for m in self.spec.motors
+        ]
 
     # ------------------------------------------------------------- torque
     def set_torque(self, on: bool) -> None:

@@ -22,6 +22,7 @@ from typing import Optional
 
 from lerobot_drivers import dynamixel as dxl
 from lerobot_drivers import feetech as ft
+from lerobot_drivers.family import BusFamily
 
 
 class BusError(Exception):
@@ -50,148 +51,17 @@ class ServoError(BusError):
         self.messages = messages
 
 
-class _Codec:
-    """Protocol-specific bits behind one interface."""
-
-    family = ""
-    broadcast_id = 0xFE
-    supports_sync_read = True
-
-    def __init__(self, protocol_version: int = 0):
-        self.protocol_version = protocol_version
+FAMILIES: dict[str, BusFamily] = {f.name: f for f in (ft.FEETECH, dxl.DYNAMIXEL)}
 
 
-class FeetechCodec(_Codec):
-    family = "feetech"
-    broadcast_id = ft.BROADCAST_ID
-
-    def __init__(self, protocol_version: int = 0):
-        super().__init__(protocol_version)
-        # Feetech protocol 1 (SCS) has no SYNC READ
-        self.supports_sync_read = protocol_version == 0
-
-    def table(self, model):
-        return ft.control_table(model)
-
-    def check_model(self, model):
-        if ft.get_model(model).protocol != self.protocol_version:
-            raise ValueError(
-                f"Feetech model {model} speaks protocol {ft.get_model(model).protocol}, "
-                f"the bus is configured for protocol {self.protocol_version}"
-            )
-
-    def resolution(self, model):
-        return ft.get_model(model).resolution
-
-    def model_number(self, model):
-        return ft.get_model(model).model_number
-
-    def ping(self, sid):
-        return ft.instruction_packet(sid, ft.INST_PING)
-
-    def read(self, sid, addr, size):
-        return ft.instruction_packet(sid, ft.INST_READ, bytes([addr, size]))
-
-    def write(self, sid, addr, data):
-        return ft.instruction_packet(sid, ft.INST_WRITE, bytes([addr]) + data)
-
-    def sync_read(self, addr, size, ids):
-        return ft.instruction_packet(ft.BROADCAST_ID, ft.INST_SYNC_READ, bytes([addr, size]) + bytes(ids))
-
-    def sync_write(self, addr, size, items):
-        params = bytearray([addr, size])
-        for sid, data in items:
-            params.append(sid)
-            params += data
-        return ft.instruction_packet(ft.BROADCAST_ID, ft.INST_SYNC_WRITE, bytes(params))
-
-    def parse_status(self, buf):
-        return ft.parse_status(buf)
-
-    def status_length(self, n):
-        return ft.status_length(n)
-
-    def encode(self, model, register, value):
-        return ft.encode_register(model, register, value)
-
-    def decode(self, model, register, data):
-        return ft.decode_register(model, register, data)
-
-    def fatal(self, error):
-        # Feetech status bits report conditions (overheat, overload...); data is still valid
-        return False
-
-    def describe(self, error):
-        return ft.describe_error(error)
-
-
-class DynamixelCodec(_Codec):
-    family = "dynamixel"
-    broadcast_id = dxl.BROADCAST_ID
-
-    def __init__(self, protocol_version: int = 2):
-        if protocol_version != 2:
-            raise ValueError("only Dynamixel protocol 2.0 is supported (as in LeRobot)")
-        super().__init__(2)
-
-    def table(self, model):
-        return dxl.control_table(model)
-
-    def check_model(self, model):
-        dxl.get_model(model)
-
-    def resolution(self, model):
-        return dxl.get_model(model).resolution
-
-    def model_number(self, model):
-        return dxl.get_model(model).model_number
-
-    def ping(self, sid):
-        return dxl.instruction_packet(sid, dxl.INST_PING)
-
-    def read(self, sid, addr, size):
-        return dxl.instruction_packet(sid, dxl.INST_READ, dxl.u16(addr) + dxl.u16(size))
-
-    def write(self, sid, addr, data):
-        return dxl.instruction_packet(sid, dxl.INST_WRITE, dxl.u16(addr) + data)
-
-    def sync_read(self, addr, size, ids):
-        return dxl.instruction_packet(
-            dxl.BROADCAST_ID, dxl.INST_SYNC_READ, dxl.u16(addr) + dxl.u16(size) + bytes(ids)
-        )
-
-    def sync_write(self, addr, size, items):
-        params = bytearray(dxl.u16(addr) + dxl.u16(size))
-        for sid, data in items:
-            params.append(sid)
-            params += data
-        return dxl.instruction_packet(dxl.BROADCAST_ID, dxl.INST_SYNC_WRITE, bytes(params))
-
-    def parse_status(self, buf):
-        return dxl.parse_status(buf)
-
-    def status_length(self, n):
-        return dxl.status_length(n)
-
-    def encode(self, model, register, value):
-        return dxl.encode_register(model, register, value)
-
-    def decode(self, model, register, data):
-        return dxl.decode_register(model, register, data)
-
-    def fatal(self, error):
-        return bool(error & 0x7F)
-
-    def describe(self, error):
-        return dxl.describe_error(error)
-
-
-def make_codec(family: str, protocol_version: Optional[int] = None) -> _Codec:
-    if family == "feetech":
-        return FeetechCodec(0 if protocol_version is None else protocol_version)
-    if family == "dynamixel":
-        return DynamixelCodec(2 if protocol_version is None else protocol_version)
-    raise ValueError(f"unknown bus family {family!r}: use 'feetech' or 'dynamixel'")
+def get_family(family: str, protocol_version: Optional[int] = None) -> BusFamily:
+    """The family object for a bus family name (at ``protocol_version``, else its default)."""
+    try:
+        return FAMILIES[family].at_protocol(protocol_version)
+    except KeyError:
+        raise ValueError(
+            f"unknown bus family {family!r}: use {' or '.join(repr(f) for f in FAMILIES)}"
+        ) from None
 
 
 def wire_time_s(n_bytes: int, baudrate: int) -> float:
@@ -240,9 +110,9 @@ class MotorBus:
         serial_factory: Optional[Callable] = None,
     ):
         self.port = port
-        self.codec = make_codec(family, protocol_version)
+        self.family: BusFamily = get_family(family, protocol_version)
         for model in models.values():
-            self.codec.check_model(model)
+            self.family.check_model(model)
         self.models = dict(models)
         self.baudrate = int(baudrate)
         self.timeout_s = float(timeout_s)
@@ -254,10 +124,6 @@ class MotorBus:
         self.servo_errors: dict[int, int] = {}
 
     # ------------------------------------------------------------------ port
-    @property
-    def family(self) -> str:
-        return self.codec.family
-
     @property
     def is_open(self) -> bool:
         return self._ser is not None
@@ -316,7 +182,7 @@ class MotorBus:
         """Collect one status packet per expected id (in any order) until the deadline."""
         want = list(expected_ids)
         got: dict[int, tuple[int, bytes]] = {}
-        n_bytes = len(want) * self.codec.status_length(n_params)
+        n_bytes = len(want) * self.family.status_length(n_params)
         deadline = time.monotonic() + self.timeout_s + wire_time_s(n_bytes, self.baudrate)
         ser = self._ser
         fd = self._fileno()
@@ -343,7 +209,7 @@ class MotorBus:
             self.stats.bytes_in += len(chunk)
             self._rx += chunk
             while True:
-                status, consumed, corrupt = self.codec.parse_status(self._rx)
+                status, consumed, corrupt = self.family.parse_status(self._rx)
                 if corrupt:
                     self.stats.corrupt_packets += 1
                 if consumed:
@@ -369,8 +235,8 @@ class MotorBus:
         return got
 
     def _check(self, sid: int, error: int, what: str) -> None:
-        if self.codec.fatal(error):
-            err = ServoError(sid, error, self.codec.describe(error))
+        if self.family.fatal(error):
+            err = ServoError(sid, error, self.family.describe(error))
             err.args = (f"{what}: {err.args[0]}",)
             raise err
 
@@ -385,40 +251,41 @@ class MotorBus:
     def address(self, sid: int, register: str) -> tuple[int, int]:
         model = self._model(sid)
         try:
-            return self.codec.table(model)[register]
+            return self.family.table(model)[register]
         except KeyError:
             raise KeyError(f"register {register!r} does not exist on {model} (servo id {sid})") from None
 
     # ---------------------------------------------------------- instructions
     def ping(self, sid: int) -> int:
         """Ping one servo; returns its model number (read from the control table on Feetech)."""
-        self._send(self.codec.ping(sid))
-        error, params = self._receive([sid], 3 if self.family == "dynamixel" else 0)[sid]
+        self._send(self.family.ping(sid))
+        error, params = self._receive([sid], self.family.ping_reply_params)[sid]
         self._check(sid, error, f"ping id {sid}")
-        if self.family == "dynamixel" and len(params) >= 2:
-            return params[0] | (params[1] << 8)
+        number = self.family.model_number_from_ping(params)
+        if number is not None:
+            return number
         return self.read(sid, "Model_Number") if sid in self.models else self._read_model_number(sid)
 
     def _read_model_number(self, sid: int) -> int:
-        addr, size = ft.STS_SMS_TABLE["Model_Number"]
-        self._send(self.codec.read(sid, addr, size))
+        addr, size = self.family.model_number_register
+        self._send(self.family.read(sid, addr, size))
         _, params = self._receive([sid], size)[sid]
-        return ft.from_bytes(params, self.codec.protocol_version)
+        return int.from_bytes(params, self.family.byteorder)
 
     def read(self, sid: int, register: str) -> int:
         addr, size = self.address(sid, register)
-        self._send(self.codec.read(sid, addr, size))
+        self._send(self.family.read(sid, addr, size))
         error, params = self._receive([sid], size)[sid]
         self._check(sid, error, f"read {register} from id {sid}")
         if len(params) != size:
             raise BusError(f"servo id {sid} returned {len(params)} bytes for {register}, expected {size}")
-        return self.codec.decode(self._model(sid), register, params)
+        return self.family.decode(self._model(sid), register, params)
 
     def write(self, sid: int, register: str, value: int) -> None:
         addr, _ = self.address(sid, register)
-        data = self.codec.encode(self._model(sid), register, value)
-        self._send(self.codec.write(sid, addr, data))
-        if sid == self.codec.broadcast_id:
+        data = self.family.encode(self._model(sid), register, value)
+        self._send(self.family.write(sid, addr, data))
+        if sid == self.family.broadcast_id:
             return
         error, _ = self._receive([sid], 0)[sid]
         self._check(sid, error, f"write {register}={value} to id {sid}")
@@ -431,18 +298,18 @@ class MotorBus:
     ) -> dict[int, dict[str, int]]:
         """Read several registers of every servo in one transaction (one contiguous block)."""
         ids = list(self.models if ids is None else ids)
-        table = self.codec.table(self._model(ids[0]))
+        table = self.family.table(self._model(ids[0]))
         spans = [table[r] for r in registers]
         start = min(a for a, _ in spans)
         end = max(a + s for a, s in spans)
         size = end - start
-        if self.codec.supports_sync_read:
-            self._send(self.codec.sync_read(start, size, ids))
+        if self.family.supports_sync_read:
+            self._send(self.family.sync_read(start, size, ids))
             replies = self._receive(ids, size)
         else:
             replies = {}
             for sid in ids:
-                self._send(self.codec.read(sid, start, size))
+                self._send(self.family.read(sid, start, size))
                 replies.update(self._receive([sid], size))
         out: dict[int, dict[str, int]] = {}
         for sid in ids:
@@ -452,7 +319,7 @@ class MotorBus:
                 raise BusError(f"servo id {sid} returned {len(params)} bytes, expected {size}")
             model = self._model(sid)
             out[sid] = {
-                reg: self.codec.decode(model, reg, params[a - start : a - start + s])
+                reg: self.family.decode(model, reg, params[a - start : a - start + s])
                 for reg, (a, s) in zip(registers, spans, strict=False)
             }
         return out
@@ -465,43 +332,41 @@ class MotorBus:
         addr = size = None
         for sid, value in values.items():
             addr, size = self.address(sid, register)
-            items.append((sid, self.codec.encode(self._model(sid), register, value)))
-        self._send(self.codec.sync_write(addr, size, items))
+            items.append((sid, self.family.encode(self._model(sid), register, value)))
+        self._send(self.family.sync_write(addr, size, items))
 
     # --------------------------------------------------------------- helpers
     def enable_torque(self, ids: Optional[Iterable[int]] = None) -> None:
         for sid in list(self.models if ids is None else ids):
-            self.write(sid, "Torque_Enable", 1)
-            if self.family == "feetech":
-                self.write(sid, "Lock", 1)
+            for register, value in self.family.torque_writes(True):
+                self.write(sid, register, value)
 
     def disable_torque(self, ids: Optional[Iterable[int]] = None) -> None:
         for sid in list(self.models if ids is None else ids):
-            self.write(sid, "Torque_Enable", 0)
-            if self.family == "feetech":
-                self.write(sid, "Lock", 0)
+            for register, value in self.family.torque_writes(False):
+                self.write(sid, register, value)
 
     def set_baudrate(self, baudrate: int) -> None:
         """Switch every servo, then the port, to ``baudrate`` (the servos answer the write first)."""
-        table = ft.BAUD_RATES if self.family == "feetech" else dxl.BAUD_RATES
+        table = self.family.baud_rates
         if baudrate not in table:
             raise ValueError(
                 f"{self.family} servos do not support {baudrate} baud; supported: {sorted(table)}"
             )
         for sid in self.models:
-            if self.family == "feetech":
-                self.write(sid, "Lock", 0)
+            for register, value in self.family.eeprom_unlock:
+                self.write(sid, register, value)
             self.write(sid, "Baud_Rate", table[baudrate])
         self.set_port_baudrate(baudrate)
 
     def resolution(self, sid: int) -> int:
-        return self.codec.resolution(self._model(sid))
+        return self.family.resolution(self._model(sid))
 
     def verify_models(self) -> None:
         """Ping every configured servo and compare its model number; raises with what to fix."""
         for sid, model in self.models.items():
             number = self.ping(sid)
-            expected = self.codec.model_number(model)
+            expected = self.family.model_number(model)
             if number != expected:
                 raise BusError(
                     f"servo id {sid} reports model number {number}, expected {expected} ({model}): "

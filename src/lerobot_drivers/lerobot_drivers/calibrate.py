@@ -18,28 +18,24 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Optional
 
-from lerobot_drivers.bus import MotorBus
+from lerobot_core.robots import RobotSpec, get_robot_spec
+from lerobot_drivers.bus import MotorBus, get_family
 from lerobot_drivers.calibration import (
     MotorCalibration,
     calibration_path,
     save_calibration,
 )
-from lerobot_drivers.robots import DYNAMIXEL, FEETECH, RobotSpec, get_robot_spec
 
 
 def bus_for_spec(spec: RobotSpec, port: str, baudrate: int = 1_000_000, timeout_s: float = 0.02) -> MotorBus:
-    protocol = None
-    if spec.bus == FEETECH:
-        from lerobot_drivers.feetech import get_model
-
-        protocol = get_model(spec.motors[0].model).protocol
+    protocol = get_family(spec.bus).protocol_of(spec.motors[0].model)
     return MotorBus(port, spec.bus, {m.id: m.model for m in spec.motors}, baudrate, timeout_s, protocol)
 
 
 def reset_calibration(bus: MotorBus, spec: RobotSpec) -> None:
     for m in spec.motors:
         res = bus.resolution(m.id)
-        if spec.bus == FEETECH and bus.codec.protocol_version == 0 or spec.bus == DYNAMIXEL:
+        if bus.family.has_homing_offset:
             bus.write(m.id, "Homing_Offset", 0)
         bus.write(m.id, "Min_Position_Limit", 0)
         bus.write(m.id, "Max_Position_Limit", res - 1)
@@ -50,17 +46,15 @@ def set_half_turn_homings(bus: MotorBus, spec: RobotSpec) -> dict[str, int]:
     reset_calibration(bus, spec)
     positions = (
         bus.sync_read("Present_Position", spec.motor_ids)
-        if bus.codec.supports_sync_read
+        if bus.family.supports_sync_read
         else {m.id: bus.read(m.id, "Present_Position") for m in spec.motors}
     )
     offsets = {}
     for m in spec.motors:
         half = int((bus.resolution(m.id) - 1) / 2)
-        if spec.bus == FEETECH:
-            offsets[m.name] = positions[m.id] - half  # Present = Actual - Homing_Offset
-        else:
-            offsets[m.name] = half - positions[m.id]  # Present = Actual + Homing_Offset
-        if spec.bus == DYNAMIXEL or bus.codec.protocol_version == 0:
+        # Present = Actual + homing_sign * Homing_Offset, and Actual = the position read (offset 0)
+        offsets[m.name] = bus.family.homing_sign * (half - positions[m.id])
+        if bus.family.has_homing_offset:
             bus.write(m.id, "Homing_Offset", offsets[m.name])
     return offsets
 
@@ -103,10 +97,9 @@ def write_calibration(bus: MotorBus, spec: RobotSpec, cal: dict[str, MotorCalibr
     """Put a calibration into the servos (torque must be off: EEPROM registers)."""
     for m in spec.motors:
         c = cal[m.name]
-        if spec.bus == DYNAMIXEL:
+        if bus.family.stores_drive_mode:
             bus.write(m.id, "Drive_Mode", c.drive_mode)
-            bus.write(m.id, "Homing_Offset", c.homing_offset)
-        elif bus.codec.protocol_version == 0:
+        if bus.family.has_homing_offset:
             bus.write(m.id, "Homing_Offset", c.homing_offset)
         bus.write(m.id, "Min_Position_Limit", c.range_min)
         bus.write(m.id, "Max_Position_Limit", c.range_max)
@@ -116,9 +109,9 @@ def read_calibration(bus: MotorBus, spec: RobotSpec) -> dict[str, MotorCalibrati
     out = {}
     for m in spec.motors:
         offset = 0
-        if spec.bus == DYNAMIXEL or bus.codec.protocol_version == 0:
+        if bus.family.has_homing_offset:
             offset = bus.read(m.id, "Homing_Offset")
-        drive = bus.read(m.id, "Drive_Mode") if spec.bus == DYNAMIXEL else 0
+        drive = bus.read(m.id, "Drive_Mode") if bus.family.stores_drive_mode else 0
         out[m.name] = MotorCalibration(
             m.id, drive, offset, bus.read(m.id, "Min_Position_Limit"), bus.read(m.id, "Max_Position_Limit")
         )
@@ -137,10 +130,8 @@ def calibrate(
     bus.disable_torque()
     drive_modes = drive_modes or {}
     for m in spec.motors:
-        if spec.bus == FEETECH:
-            bus.write(m.id, "Operating_Mode", 0)
-        else:
-            bus.write(m.id, "Operating_Mode", 4)  # extended position, as LeRobot
+        bus.write(m.id, "Operating_Mode", bus.family.calibration_operating_mode)  # as LeRobot
+        if bus.family.stores_drive_mode:
             bus.write(m.id, "Drive_Mode", drive_modes.get(m.name, 0))
     wait_for_middle()
     offsets = set_half_turn_homings(bus, spec)

@@ -10,7 +10,7 @@ to ``$HF_HOME/lerobot`` (``HF_HOME`` defaults to ``~/.cache/huggingface``). The 
 the LeRobot class name (``so_follower``, ``so_leader``, ``koch_follower``...); older releases
 used ``so101_follower`` etc., which :func:`find_calibration_file` also searches.
 
-Normalisation is LeRobot's, value for value:
+Normalisation is LeRobot's, value for value (the formulas are :mod:`lerobot_core.units`):
 
 * RANGE_M100_100: clamp raw to [min, max], ``(raw - min) / (max - min) * 200 - 100``, negated when
   the bus applies drive modes (Feetech) and ``drive_mode`` is 1;
@@ -32,7 +32,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Optional, Union
 
-from lerobot_drivers.robots import DEGREES, FEETECH, RANGE_0_100, RANGE_M100_100, RobotSpec
+from lerobot_core import units
+from lerobot_core.robots import DEGREES, RANGE_0_100, RANGE_M100_100, RobotSpec
+from lerobot_drivers.bus import get_family
 
 FIELDS = ("id", "drive_mode", "homing_offset", "range_min", "range_max")
 
@@ -173,7 +175,8 @@ class Normalizer:
         check_against_spec(calibration, spec)
         self.spec = spec
         self.calibration = calibration
-        self.apply_drive_mode = spec.bus == FEETECH  # Dynamixel inverts in the servo (Drive_Mode register)
+        # a family that keeps the drive mode in the servo inverts there, not here
+        self.apply_drive_mode = not get_family(spec.bus).stores_drive_mode
         self.resolutions = resolutions or {m.name: 4096 for m in spec.motors}
         self._mode = {m.name: m.norm_mode for m in spec.motors}
 
@@ -185,13 +188,13 @@ class Normalizer:
         lo, hi = c.range_min, c.range_max
         mode = self._mode[name]
         if mode == DEGREES:
-            return (raw - (lo + hi) / 2) * 360 / (self.resolutions[name] - 1)
+            return units.ticks_to_degrees(raw, lo, hi, self.resolutions[name])
         bounded = min(hi, max(lo, raw))
         if mode == RANGE_M100_100:
-            norm = ((bounded - lo) / (hi - lo)) * 200 - 100
+            norm = units.normalize(bounded, lo, hi, mode)
             return -norm if self._inverted(name) else norm
         if mode == RANGE_0_100:
-            norm = ((bounded - lo) / (hi - lo)) * 100
+            norm = units.normalize(bounded, lo, hi, mode)
             return 100 - norm if self._inverted(name) else norm
         raise ValueError(f"unknown normalisation mode {mode!r} for motor {name!r}")
 
@@ -200,15 +203,13 @@ class Normalizer:
         lo, hi = c.range_min, c.range_max
         mode = self._mode[name]
         if mode == DEGREES:
-            return int((value * (self.resolutions[name] - 1) / 360) + (lo + hi) / 2)
+            return int(units.degrees_to_ticks(value, lo, hi, self.resolutions[name]))
         if mode == RANGE_M100_100:
             value = -value if self._inverted(name) else value
-            bounded = min(100.0, max(-100.0, value))
-            return int(((bounded + 100) / 200) * (hi - lo) + lo)
+            return int(units.unnormalize(min(100.0, max(-100.0, value)), lo, hi, mode))
         if mode == RANGE_0_100:
             value = 100 - value if self._inverted(name) else value
-            bounded = min(100.0, max(0.0, value))
-            return int((bounded / 100) * (hi - lo) + lo)
+            return int(units.unnormalize(min(100.0, max(0.0, value)), lo, hi, mode))
         raise ValueError(f"unknown normalisation mode {mode!r} for motor {name!r}")
 
     def ticks_per_rad(self, name: str) -> float:

@@ -9,20 +9,22 @@ and on /diagnostics (ERROR after stall_timeout_s) while the node stays responsiv
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Optional
 
-import rclpy
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
-from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 
-from lerobot_bringup.shutdown import spin_until_shutdown
+from lerobot_core import topics
+from lerobot_core.dds_transport import use_large_image_transport
+from lerobot_core.image_conversion import encode_compressed, fill_image_msg
+from lerobot_core.ros import qos
+from lerobot_core.ros.node import autostart_timer, run_node
+from lerobot_core.ros.params import declare
+from lerobot_core.time import seconds_to_stamp
 from lerobot_drivers.cameras import CameraError, CaptureThread, Frame, make_source, pinhole_k
-from lerobot_recorder.dds_transport import use_large_image_transport
-from lerobot_recorder.image_conversion import encode_compressed, fill_image_msg
 
 
 @dataclass(frozen=True)
@@ -44,71 +46,53 @@ class CameraConfig:
     autostart: bool
 
 
-def _stamp(t: float) -> Time:
-    sec = int(t)
-    return Time(sec=sec, nanosec=int((t - sec) * 1e9))
-
-
 class CameraNode(LifecycleNode):
-    def __init__(self) -> None:
-        super().__init__("camera")
-        ro = {"read_only": True}
-
-        def p(name, default, description, **kw):
-            self.declare_parameter(name, default, ParameterDescriptor(description=description, **kw))
-            return self.get_parameter(name).value
+    def __init__(self, **kwargs) -> None:
+        super().__init__("camera", **kwargs)
+        p = partial(declare, self)
 
         self.cfg = CameraConfig(
-            camera_name=p(
-                "camera_name", "front", "name in topics cameras/<name>/... (LeRobot camera key)", **ro
-            ),
-            source=p("source", "synthetic", "opencv | video | synthetic", **ro),
-            device=p("device", "0", "OpenCV index (0) or device path (/dev/video0)", **ro),
-            video_path=p("video_path", "", "video file for source=video", **ro),
-            loop=p("loop", True, "replay the video file in a loop", **ro),
+            camera_name=p("camera_name", "front", "name in topics cameras/<name>/... (LeRobot camera key)"),
+            source=p("source", "synthetic", "opencv | video | synthetic"),
+            device=p("device", "0", "OpenCV index (0) or device path (/dev/video0)"),
+            video_path=p("video_path", "", "video file for source=video"),
+            loop=p("loop", True, "replay the video file in a loop"),
             width=p(
                 "width",
                 640,
                 "frame width [px]; 0 = device default",
-                read_only=True,
-                integer_range=[IntegerRange(from_value=0, to_value=8192, step=1)],
+                range=(0, 8192),
             ),
             height=p(
                 "height",
                 480,
                 "frame height [px]; 0 = device default",
-                read_only=True,
-                integer_range=[IntegerRange(from_value=0, to_value=8192, step=1)],
+                range=(0, 8192),
             ),
             fps=p(
                 "fps",
                 30.0,
                 "frame rate [Hz]; 0 = device/file default",
-                read_only=True,
-                floating_point_range=[FloatingPointRange(from_value=0.0, to_value=480.0)],
+                range=(0.0, 480.0),
             ),
-            fourcc=p("fourcc", "", "capture pixel format, e.g. MJPG; empty = driver default", **ro),
-            frame_id=p("frame_id", "", "header.frame_id; empty = <camera_name>_optical_frame", **ro),
-            hfov_deg=p("hfov_deg", 70.0, "horizontal field of view for CameraInfo K [deg]", **ro),
-            publish_compressed=p(
-                "publish_compressed", False, "also publish image_raw/compressed (jpeg)", **ro
-            ),
-            jpeg_quality=p("jpeg_quality", 90, "jpeg quality 1-100", **ro),
-            stall_timeout_s=p("stall_timeout_s", 2.0, "no frame for this long = camera stalled [s]", **ro),
-            autostart=p("autostart", False, "configure and activate right after start", **ro),
+            fourcc=p("fourcc", "", "capture pixel format, e.g. MJPG; empty = driver default"),
+            frame_id=p("frame_id", "", "header.frame_id; empty = <camera_name>_optical_frame"),
+            hfov_deg=p("hfov_deg", 70.0, "horizontal field of view for CameraInfo K [deg]"),
+            publish_compressed=p("publish_compressed", False, "also publish image_raw/compressed (jpeg)"),
+            jpeg_quality=p("jpeg_quality", 90, "jpeg quality 1-100"),
+            stall_timeout_s=p("stall_timeout_s", 2.0, "no frame for this long = camera stalled [s]"),
+            autostart=p("autostart", False, "configure and activate right after start"),
         )
-        base = f"cameras/{self.cfg.camera_name}"
+        cam = self.cfg.camera_name
         self.frame_id = self.cfg.frame_id or f"{self.cfg.camera_name}_optical_frame"
-        # reliable depth 2: matches best-effort and reliable subscribers, never queues stale frames
-        qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
-        self.pub_img = self.create_lifecycle_publisher(Image, f"{base}/image_raw", qos)
-        self.pub_info = self.create_lifecycle_publisher(CameraInfo, f"{base}/camera_info", qos)
+        self.pub_img = self.create_lifecycle_publisher(Image, topics.camera_topic(cam), qos.IMAGES)
+        self.pub_info = self.create_lifecycle_publisher(CameraInfo, topics.camera_info_topic(cam), qos.IMAGES)
         self.pub_comp = (
-            self.create_lifecycle_publisher(CompressedImage, f"{base}/image_raw/compressed", qos)
+            self.create_lifecycle_publisher(CompressedImage, topics.compressed_camera_topic(cam), qos.IMAGES)
             if self.cfg.publish_compressed
             else None
         )
-        self.pub_diag = self.create_publisher(DiagnosticArray, "diagnostics", QoSProfile(depth=10))
+        self.pub_diag = self.create_publisher(DiagnosticArray, "diagnostics", qos.RELIABLE)
         self.source = None
         self.capture: Optional[CaptureThread] = None
         self._stalled = False
@@ -116,12 +100,7 @@ class CameraNode(LifecycleNode):
         self._active = False
         self.create_timer(0.5, self._watchdog)
         if self.cfg.autostart:
-            self._auto = self.create_timer(0.01, self._autostart)
-
-    def _autostart(self) -> None:
-        self._auto.cancel()
-        if self.trigger_configure() == TransitionCallbackReturn.SUCCESS:
-            self.trigger_activate()
+            autostart_timer(self)
 
     def on_configure(self, state: State) -> TransitionCallbackReturn:
         c = self.cfg
@@ -181,7 +160,7 @@ class CameraNode(LifecycleNode):
     def _on_frame(self, frame: Frame) -> None:
         if not self._active or not self.context.ok():
             return
-        stamp = _stamp(frame.stamp)
+        stamp = seconds_to_stamp(frame.stamp, Time)
         msg = Image()
         msg.header.stamp = stamp
         msg.header.frame_id = self.frame_id
@@ -237,10 +216,8 @@ class CameraNode(LifecycleNode):
 
 
 def main(args=None) -> int:
-    use_large_image_transport()  # images over shared memory on a localhost stack (before rclpy.init)
-    rclpy.init(args=args)
-    node = CameraNode()
-    return spin_until_shutdown(node, node._stop_capture)
+    # images over shared memory on a localhost stack (before rclpy.init)
+    return run_node(CameraNode, args, before_init=use_large_image_transport, on_exit=CameraNode._stop_capture)
 
 
 if __name__ == "__main__":

@@ -13,8 +13,11 @@ Multi-byte registers are little-endian; signed registers are two's complement.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Optional
+
+from lerobot_drivers.family import BusFamily, Status
 
 HEADER = b"\xff\xff\xfd\x00"
 BROADCAST_ID = 0xFE
@@ -287,13 +290,6 @@ def describe_hardware_error(bits: int) -> list[str]:
     return [text for bit, text in _HW_TEXT.items() if bits & bit]
 
 
-@dataclass
-class Status:
-    servo_id: int
-    error: int
-    params: bytes
-
-
 def _take_packet(buf: bytearray) -> tuple[Optional[tuple[int, bytes]], int, bool]:
     start = buf.find(HEADER)
     if start < 0:
@@ -345,3 +341,134 @@ def parse_instruction(buf: bytearray) -> tuple[Optional[tuple[int, int, bytes]],
 def status_length(n_params: int) -> int:
     """Unstuffed status packet size with n parameter bytes."""
     return 11 + n_params
+
+
+class DynamixelFamily(BusFamily):
+    """Dynamixel protocol 2.0, X series (as in LeRobot)."""
+
+    name = "dynamixel"
+    protocols = (2,)
+    broadcast_id = BROADCAST_ID
+    baud_rates = BAUD_RATES
+    address_bytes = 2
+    instruction_overhead = 10
+    homing_sign = 1  # Present_Position = Actual_Position + Homing_Offset (multi-turn)
+    position_wraps = False
+    stores_drive_mode = True  # Drive_Mode bit 0 makes the servo itself count the other way
+    calibration_operating_mode = OPERATING_MODES["extended_position"]
+    eeprom_unlock = ()
+    state_registers = ("Present_Current", "Present_Velocity", "Present_Position")  # 126..135
+    voltage_register = "Present_Input_Voltage"
+    hardware_error_register = "Hardware_Error_Status"
+    model_number_register = X_SERIES_TABLE["Model_Number"]
+    nominal_voltage = 5.0
+    fault_bits = {"overheat": HW_OVERHEATING, "overload": HW_OVERLOAD, "voltage": HW_INPUT_VOLTAGE}
+    status_return_level = ("Status_Return_Level", 2)
+    ping_reply_params = 3  # model number (2 bytes), firmware version
+    bad_length_result = RESULT_DATA_LENGTH
+    bad_instruction_result = RESULT_INSTRUCTION
+    reboot_instruction = INST_REBOOT
+    readable_end = 147  # end of the control table
+    model = staticmethod(get_model)
+    table = staticmethod(control_table)
+    instruction_packet = staticmethod(instruction_packet)
+    status_packet = staticmethod(status_packet)
+    parse_status = staticmethod(parse_status)
+    parse_instruction = staticmethod(parse_instruction)
+    status_length = staticmethod(status_length)
+    encode = staticmethod(encode_register)
+    decode = staticmethod(decode_register)
+    describe = staticmethod(describe_error)
+    describe_hardware = staticmethod(describe_hardware_error)
+
+    def model_number_from_ping(self, params):
+        return params[0] | (params[1] << 8) if len(params) >= 2 else None
+
+    def fatal(self, error):
+        return bool(error & 0x7F)
+
+    def configure_writes(self, motor, model, leader):
+        mode = OPERATING_MODES["current_position" if motor.endswith("gripper") else "extended_position"]
+        if mode not in get_model(model).operating_modes:
+            mode = OPERATING_MODES["extended_position"]
+        return (("Return_Delay_Time", 0), ("Operating_Mode", mode))
+
+    def velocity_unit_rad_s(self, model):
+        return VELOCITY_UNIT_RPM * 2 * math.pi / 60.0
+
+    def effort_nm(self, model, regs):
+        info = get_model(model)
+        if info.current_unit_a:
+            return regs["Present_Current"] * info.current_unit_a / info.stall_current_a * info.stall_torque_nm
+        return regs["Present_Current"] / 1000.0 * info.stall_torque_nm  # Present_Load, 0.1 %
+
+    # ------------------------------------------------------ emulated device
+    def factory_defaults(self, model):
+        info = get_model(model)
+        xl330 = model.startswith("xl330")
+        return (
+            ("Model_Number", info.model_number),
+            ("Firmware_Version", 52),
+            ("Baud_Rate", 3),
+            ("Return_Delay_Time", 0),
+            ("Operating_Mode", 3),
+            ("Protocol_Type", 2),
+            ("Temperature_Limit", 70),
+            ("Max_Voltage_Limit", 70 if xl330 else 160),
+            ("Min_Voltage_Limit", 35 if xl330 else 95),
+            ("Max_Position_Limit", info.resolution - 1),
+            ("Min_Position_Limit", 0),
+            ("Status_Return_Level", 2),
+            ("Shutdown", 0x34),
+            ("Position_P_Gain", 800),
+            ("Velocity_Limit", 445 if xl330 else 1023),
+        )
+
+    def status_error(self, fault):
+        return ERR_ALERT if fault else 0
+
+    def present_registers(self, model, state, fault):
+        info = get_model(model)
+        rpm = state["velocity"] / info.resolution * 60.0
+        load = state["load"]
+        if info.current_unit_a:
+            current = int(round(load * info.stall_current_a / info.current_unit_a))
+        else:
+            current = int(round(load * 1000))
+        return {
+            "Present_Position": int(round(state["position"])),
+            "Present_Velocity": int(round(rpm / VELOCITY_UNIT_RPM)),
+            "Present_Current": current,
+            "Present_Input_Voltage": int(round(state["voltage"] * 10)),
+            "Present_Temperature": int(round(state["temperature"])),
+            "Moving": int(abs(state["velocity"]) > 5),
+            "Hardware_Error_Status": fault,
+        }
+
+    def device_write(self, servo, addr, data):
+        end = addr + len(data)
+        if end > self.readable_end or addr < 0:
+            return RESULT_DATA_LENGTH
+        if addr < 7 or (120 <= addr < self.readable_end):
+            return RESULT_ACCESS  # read-only registers
+        if addr < EEPROM_END and servo.torque_on:
+            return RESULT_ACCESS
+        ga, gs = servo.table["Goal_Position"]
+        if addr <= ga and end >= ga + gs and servo.get("Operating_Mode") == 3:
+            goal = decode_register(servo.model, "Goal_Position", data[ga - addr : ga - addr + gs])
+            if not servo.get("Min_Position_Limit") <= goal <= servo.get("Max_Position_Limit"):
+                return RESULT_DATA_LIMIT
+        ta = servo.table["Torque_Enable"][0]
+        if addr <= ta < end and data[ta - addr] and servo.fault:
+            return RESULT_ACCESS  # cannot re-enable torque before a reboot
+        servo.mem[addr:end] = data
+        return 0
+
+    def corrupt_reply(self, buf):
+        return (buf[4], RESULT_CRC) if len(buf) > 4 else None
+
+    def ping_reply(self, servo):
+        return u16(get_model(servo.model).model_number) + bytes([servo.get("Firmware_Version")])
+
+
+DYNAMIXEL = DynamixelFamily(2)

@@ -14,8 +14,11 @@ manuals (the same addresses LeRobot uses).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Optional
+
+from lerobot_drivers.family import BusFamily, Status
 
 HEADER = b"\xff\xff"
 BROADCAST_ID = 0xFE
@@ -239,13 +242,6 @@ def describe_error(error: int) -> list[str]:
     return out
 
 
-@dataclass
-class Status:
-    servo_id: int
-    error: int
-    params: bytes
-
-
 def parse_status(buf: bytearray) -> tuple[Optional[Status], int, bool]:
     """Try to take one status packet from the front of ``buf``.
 
@@ -283,3 +279,137 @@ def parse_instruction(buf: bytearray) -> tuple[Optional[tuple[int, int, bytes]],
 
 def status_length(n_params: int) -> int:
     return 6 + n_params
+
+
+class FeetechFamily(BusFamily):
+    """Feetech STS/SMS (protocol 0) and SCS (protocol 1)."""
+
+    name = "feetech"
+    protocols = (0, 1)
+    broadcast_id = BROADCAST_ID
+    baud_rates = BAUD_RATES
+    address_bytes = 1
+    instruction_overhead = 6
+    homing_sign = -1  # Present_Position = Actual_Position - Homing_Offset, within one turn
+    position_wraps = True
+    stores_drive_mode = False  # LeRobot inverts in software (calibration drive_mode)
+    calibration_operating_mode = 0
+    eeprom_unlock = (("Lock", 0),)
+    state_registers = ("Present_Position", "Present_Velocity", "Present_Load")  # 56..61, one block
+    voltage_register = "Present_Voltage"
+    hardware_error_register = None
+    model_number_register = STS_SMS_TABLE["Model_Number"]
+    nominal_voltage = 12.0
+    fault_bits = {"overheat": ERRBIT_OVERHEAT, "overload": ERRBIT_OVERLOAD, "voltage": ERRBIT_VOLTAGE}
+    status_return_level = ("Response_Status_Level", 1)
+    model = staticmethod(get_model)
+    table = staticmethod(control_table)
+    instruction_packet = staticmethod(instruction_packet)
+    status_packet = staticmethod(status_packet)
+    parse_status = staticmethod(parse_status)
+    parse_instruction = staticmethod(parse_instruction)
+    status_length = staticmethod(status_length)
+    encode = staticmethod(encode_register)
+    decode = staticmethod(decode_register)
+    describe = staticmethod(describe_error)
+    describe_hardware = staticmethod(describe_error)
+
+    def protocol_of(self, model):
+        return get_model(model).protocol
+
+    def check_model(self, model):
+        if get_model(model).protocol != self.protocol_version:
+            raise ValueError(
+                f"Feetech model {model} speaks protocol {get_model(model).protocol}, "
+                f"the bus is configured for protocol {self.protocol_version}"
+            )
+
+    @property
+    def supports_sync_read(self):
+        return self.protocol_version == 0  # SCS has no SYNC READ
+
+    @property
+    def has_homing_offset(self):
+        return self.protocol_version == 0  # SCS has no Homing_Offset register
+
+    @property
+    def byteorder(self):
+        return "little" if self.protocol_version == 0 else "big"
+
+    def fatal(self, error):
+        return False  # the status bits report conditions (overheat, overload...); data is still valid
+
+    def torque_writes(self, on):
+        return (("Torque_Enable", int(on)), ("Lock", int(on)))
+
+    def configure_writes(self, motor, model, leader):
+        writes = [("Return_Delay_Time", 0), ("Operating_Mode", 0)]
+        if self.protocol_version == 0:
+            writes.append(("Maximum_Acceleration", 254))
+        writes.append(("Acceleration", 254))
+        if not leader:
+            writes += [("P_Coefficient", 16), ("I_Coefficient", 0), ("D_Coefficient", 32)]
+        return tuple(writes)
+
+    def velocity_unit_rad_s(self, model):
+        return 2 * math.pi / get_model(model).resolution  # steps/s
+
+    def effort_nm(self, model, regs):
+        return regs["Present_Load"] / 1000.0 * get_model(model).stall_torque_nm
+
+    # ------------------------------------------------------ emulated device
+    def factory_defaults(self, model):
+        info = get_model(model)
+        return (
+            ("Firmware_Major_Version", 3),
+            ("Firmware_Minor_Version", 10),
+            ("Model_Number", info.model_number),
+            ("Baud_Rate", 0),
+            ("Return_Delay_Time", 0),
+            ("Response_Status_Level", 1),
+            ("Min_Position_Limit", 0),
+            ("Max_Position_Limit", info.resolution - 1),
+            ("Max_Temperature_Limit", 70),
+            ("Max_Voltage_Limit", 140),
+            ("Min_Voltage_Limit", 40),
+            ("Max_Torque_Limit", 1000),
+            ("P_Coefficient", 32),
+            ("Lock", 1),
+        )
+
+    def present_registers(self, model, state, fault):
+        protocol = get_model(model).protocol
+        vel = max(-32767, min(32767, int(round(state["velocity"]))))
+        load = state["load"]
+        load_raw = max(-1000, min(1000, int(round(load * 1000))))
+        out = {"Present_Position": int(round(state["position"])) % get_model(model).resolution}
+        if protocol == 0:
+            out["Present_Velocity"] = vel
+            out["Present_Load"] = load_raw
+        else:  # SCS: same direction bits, but the registers are plain unsigned (big-endian)
+            out["Present_Velocity"] = encode_sign_magnitude(vel, 15)
+            out["Present_Load"] = encode_sign_magnitude(load_raw, 10)
+        out["Present_Voltage"] = int(round(state["voltage"] * 10))
+        out["Present_Temperature"] = int(round(state["temperature"]))
+        out["Moving"] = int(abs(state["velocity"]) > 5)
+        if protocol == 0:
+            out["Present_Current"] = int(abs(load) * 2.7 / 0.0065)
+        return out
+
+    def device_write(self, servo, addr, data):
+        end = addr + len(data)
+        if addr < 5 or (56 <= addr < 71 and end <= 71):
+            return 0  # read-only: silently ignored by Feetech firmware
+        servo.mem[addr:end] = data
+        ga, gs = servo.table["Goal_Position"]
+        if addr <= ga and end >= ga + gs:
+            goal = servo.get("Goal_Position")
+            lo, hi = servo.get("Min_Position_Limit"), servo.get("Max_Position_Limit")
+            if lo < hi and not lo <= goal <= hi:
+                servo.set("Goal_Position", min(hi, max(lo, goal)))
+        if servo.fault:
+            servo.set("Torque_Enable", 0)
+        return 0
+
+
+FEETECH = FeetechFamily(0)

@@ -12,13 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import rclpy
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
-from lerobot_bringup.shutdown import spin_until_shutdown
+from lerobot_core.ros import qos
+from lerobot_core.ros.node import run_node
+from lerobot_core.ros.params import declare
 from lerobot_drivers.kinematics import UrdfError, parse_urdf, quaternion_xyzw
 
 try:  # guarded: tf2_msgs is not on PyPI (see docs/drivers.md)
@@ -27,9 +28,6 @@ try:  # guarded: tf2_msgs is not on PyPI (see docs/drivers.md)
 except ImportError:  # pragma: no cover - depends on the installation
     TFMessage = None
 
-STATIC_QOS = QoSProfile(
-    depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
-)
 MISSING_TF2 = (
     "tf2_msgs is not installed in this environment, so no TF can be published. Install the ROS package "
     "(apt install ros-$ROS_DISTRO-tf2-msgs) in a ROS workspace; the robot description and joint_states still work."
@@ -62,30 +60,20 @@ def transforms_to_msgs(model, positions, stamp, frame_prefix="", include_fixed=F
 
 
 class JointStateTfNode(Node):
-    def __init__(self) -> None:
-        super().__init__("joint_state_tf")
-        self.declare_parameter(
-            "urdf_path",
-            "",
-            ParameterDescriptor(description="URDF file; empty = robot_description topic", read_only=True),
-        )
-        self.declare_parameter(
-            "frame_prefix", "", ParameterDescriptor(description="prefix for TF frame ids", read_only=True)
-        )
+    def __init__(self, **kwargs) -> None:
+        super().__init__("joint_state_tf", **kwargs)
         self.cfg = JointStateTfConfig(
-            self.get_parameter("urdf_path").value, self.get_parameter("frame_prefix").value
+            declare(self, "urdf_path", "", "URDF file; empty = robot_description topic"),
+            declare(self, "frame_prefix", "", "prefix for TF frame ids"),
         )
         self.model = None
         self.pub_tf = self.create_publisher(TFMessage, "/tf", QoSProfile(depth=100))
-        self.pub_static = self.create_publisher(TFMessage, "/tf_static", STATIC_QOS)
+        self.pub_static = self.create_publisher(TFMessage, "/tf_static", qos.LATCHED)
         if self.cfg.urdf_path:
             self._set_model(parse_urdf(self.cfg.urdf_path))
         else:
-            desc_qos = QoSProfile(
-                depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
-            )
-            self.create_subscription(String, "robot_description", self._on_description, desc_qos)
-        self.create_subscription(JointState, "joint_states", self._on_joint_states, QoSProfile(depth=10))
+            self.create_subscription(String, "robot_description", self._on_description, qos.LATCHED)
+        self.create_subscription(JointState, "joint_states", self._on_joint_states, qos.RELIABLE)
 
     def _set_model(self, model) -> None:
         self.model = model
@@ -118,20 +106,14 @@ class JointStateTfNode(Node):
 
 
 def main(args=None) -> int:
-    rclpy.init(args=args)
     if TFMessage is None:
+        rclpy.init(args=args)
         node = rclpy.create_node("joint_state_tf")
         node.get_logger().error(MISSING_TF2)
         node.destroy_node()
         rclpy.try_shutdown()
         return 3
-    try:
-        node = JointStateTfNode()
-    except (UrdfError, OSError) as exc:
-        print(f"joint_state_tf: {exc}", flush=True)
-        rclpy.try_shutdown()
-        return 2
-    return spin_until_shutdown(node)
+    return run_node(JointStateTfNode, args, errors=(UrdfError, OSError), error_prefix="joint_state_tf")
 
 
 if __name__ == "__main__":

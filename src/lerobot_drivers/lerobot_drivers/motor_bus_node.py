@@ -14,19 +14,23 @@ import math
 import threading
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Optional
 
-import rclpy
+from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
-from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool
 from trajectory_msgs.msg import JointTrajectory
 
-from lerobot_bringup.shutdown import spin_until_shutdown
+from lerobot_core.rate import RateMeter
+from lerobot_core.robots import get_robot_spec
+from lerobot_core.ros import qos
+from lerobot_core.ros.node import autostart_timer, run_node
+from lerobot_core.ros.params import declare
+from lerobot_core.time import seconds_to_stamp
 from lerobot_drivers.arm import ArmBus, CommandError, JointSample
 from lerobot_drivers.bus import BusError, BusTimeoutError, PortError
 from lerobot_drivers.calibration import (
@@ -35,7 +39,6 @@ from lerobot_drivers.calibration import (
     find_calibration_file,
     load_calibration,
 )
-from lerobot_drivers.robots import get_robot_spec
 
 SAFE_STATES = ("hold", "torque_off")
 
@@ -63,16 +66,9 @@ class MotorBusConfig:
     autostart: bool
 
 
-def _stamp(t: float):
-    from builtin_interfaces.msg import Time
-
-    sec = int(t)
-    return Time(sec=sec, nanosec=int((t - sec) * 1e9))
-
-
 class MotorBusNode(LifecycleNode):
-    def __init__(self, node_name: str = "motor_bus") -> None:
-        super().__init__(node_name)
+    def __init__(self, node_name: str = "motor_bus", **kwargs) -> None:
+        super().__init__(node_name, **kwargs)
         self.cfg = self._read_parameters()
         self.spec = get_robot_spec(self.cfg.robot, use_degrees=self.cfg.use_degrees)
         self.arm: Optional[ArmBus] = None
@@ -93,15 +89,14 @@ class MotorBusNode(LifecycleNode):
         names = [self.cfg.joint_prefix + n for n in self.spec.joint_names]
         self._names = names
         self._to_spec = dict(zip(names, self.spec.joint_names, strict=False))
-        qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-        self.pub_js = self.create_lifecycle_publisher(JointState, "joint_states", qos)
+        self.pub_js = self.create_lifecycle_publisher(JointState, "joint_states", qos.RELIABLE)
         self.pub_lr = (
-            self.create_lifecycle_publisher(JointState, "joint_states_lerobot", qos)
+            self.create_lifecycle_publisher(JointState, "joint_states_lerobot", qos.RELIABLE)
             if self.cfg.publish_lerobot_units
             else None
         )
         # diagnostics are published in every state (a failing bus must be visible while inactive)
-        self.pub_diag = self.create_publisher(DiagnosticArray, "diagnostics", QoSProfile(depth=10))
+        self.pub_diag = self.create_publisher(DiagnosticArray, "diagnostics", qos.RELIABLE)
         self._diag_timer = self.create_timer(self.cfg.diagnostics_period_s, self._publish_diagnostics)
         # a leader arm with active motors (human-in-the-loop): torque on -> it follows joint_commands
         self._leader_driven = False
@@ -109,42 +104,32 @@ class MotorBusNode(LifecycleNode):
         if self.cfg.read_only:
             self.create_service(SetBool, "torque_enable", self._on_torque_enable)
         if self.cfg.autostart:
-            self._autostart_timer = self.create_timer(0.01, self._autostart)
+            autostart_timer(self, on_failure=self._autostart_failed)
 
     # ----------------------------------------------------------- parameters
     def _read_parameters(self) -> MotorBusConfig:
-        def p(name, default, description, **kw):
-            self.declare_parameter(name, default, ParameterDescriptor(description=description, **kw))
-            return self.get_parameter(name).value
-
-        def frange(lo, hi):
-            return {"floating_point_range": [FloatingPointRange(from_value=lo, to_value=hi)]}
-
+        p = partial(declare, self)
         cfg = MotorBusConfig(
             robot=p(
                 "robot",
                 "so101_follower",
                 "LeRobot robot type (so101_follower, so101_leader, koch_follower...)",
-                read_only=True,
             ),
             port=p(
                 "port",
                 "/dev/ttyACM0",
                 "serial port of the bus (a /dev/serial/by-id path is stable)",
-                read_only=True,
             ),
             baudrate=p(
                 "baudrate",
                 1_000_000,
                 "bus baud rate [bit/s]",
-                read_only=True,
-                integer_range=[IntegerRange(from_value=9600, to_value=4_000_000, step=1)],
+                range=(9600, 4_000_000),
             ),
             robot_id=p(
                 "robot_id",
                 "",
                 "LeRobot robot id: calibration from LeRobot's location; empty = servos' EEPROM",
-                read_only=True,
             ),
             calibration_file=p(
                 "calibration_file", "", "explicit calibration JSON path (overrides robot_id)", read_only=True
@@ -153,7 +138,6 @@ class MotorBusNode(LifecycleNode):
                 "calibration_dir",
                 "",
                 "folder holding <robot_id>.json (LeRobot's calibration_dir)",
-                read_only=True,
             ),
             read_only=p(
                 "read_only", False, "leader arm: torque off, no commands, states only", read_only=True
@@ -162,21 +146,18 @@ class MotorBusNode(LifecycleNode):
                 "use_degrees",
                 False,
                 "LeRobot units in DEGREES instead of RANGE_M100_100 for body joints",
-                read_only=True,
             ),
             rate_hz=p(
                 "rate_hz",
                 100.0,
                 "bus read/write cycle and joint_states rate [Hz]",
-                read_only=True,
-                **frange(1.0, 1000.0),
+                range=(1.0, 1000.0),
             ),
             timeout_ms=p(
                 "timeout_ms",
                 20.0,
                 "per-transaction reply timeout [ms]",
-                read_only=True,
-                **frange(1.0, 1000.0),
+                range=(1.0, 1000.0),
             ),
             joint_prefix=p(
                 "joint_prefix", "", "prefix added to joint names (bimanual: right_ / left_)", read_only=True
@@ -185,68 +166,62 @@ class MotorBusNode(LifecycleNode):
                 "safe_state",
                 "hold",
                 "on deactivate/shutdown/command timeout: hold | torque_off",
-                read_only=True,
             ),
             command_timeout_s=p(
                 "command_timeout_s",
                 0.5,
                 "no command for this long -> safe state [s]; 0 = never",
-                **frange(0.0, 60.0),
+                read_only=False,
+                range=(0.0, 60.0),
             ),
             max_step_rad=p(
                 "max_step_rad",
                 0.35,
                 "max goal distance from present position per cycle [rad]; 0 = off",
-                **frange(0.0, 6.3),
+                read_only=False,
+                range=(0.0, 6.3),
             ),
             connect_timeout_s=p(
                 "connect_timeout_s",
                 5.0,
                 "retry opening the bus this long in configure [s]",
-                read_only=True,
-                **frange(0.0, 120.0),
+                range=(0.0, 120.0),
             ),
             reconnect_period_s=p(
                 "reconnect_period_s",
                 0.5,
                 "retry period after the bus vanished [s]",
-                read_only=True,
-                **frange(0.05, 60.0),
+                range=(0.05, 60.0),
             ),
             diagnostics_period_s=p(
                 "diagnostics_period_s",
                 1.0,
                 "diagnostics + temperature/voltage read period [s]",
-                read_only=True,
-                **frange(0.1, 60.0),
+                range=(0.1, 60.0),
             ),
             publish_lerobot_units=p(
                 "publish_lerobot_units",
                 True,
                 "also publish joint_states_lerobot (LeRobot units in position)",
-                read_only=True,
             ),
-            autostart=p("autostart", False, "configure and activate right after start", read_only=True),
+            autostart=p("autostart", False, "configure and activate right after start"),
         )
         if cfg.safe_state not in SAFE_STATES:
             raise ValueError(f"parameter safe_state={cfg.safe_state!r}: use one of {SAFE_STATES}")
         return cfg
 
-    def _autostart(self) -> None:
-        """Configure + activate; while the bus is unreachable (port missing, servos silent), retry.
+    def _autostart_failed(self, transition: str) -> None:
+        """While the bus is unreachable (port missing, servos silent), retry configure.
 
         A graph may start the driver before the USB adapter (or the emulator) is there. A bad
         calibration file is not retried: it needs a person.
         """
-        self._autostart_timer.cancel()
-        self._port_unreachable = False
-        if self.trigger_configure() == TransitionCallbackReturn.SUCCESS:
-            self.trigger_activate()
-        elif self._port_unreachable:
+        if transition == "configure" and self._port_unreachable:
+            self._port_unreachable = False
             self.get_logger().warning(
                 f"bus unreachable; retrying configure in {self.cfg.reconnect_period_s * 4:g} s"
             )
-            self._autostart_timer = self.create_timer(self.cfg.reconnect_period_s * 4, self._autostart)
+            autostart_timer(self, self.cfg.reconnect_period_s * 4, self._autostart_failed)
 
     # ------------------------------------------------------------ lifecycle
     def _load_calibration(self):
@@ -377,14 +352,17 @@ class MotorBusNode(LifecycleNode):
 
     # ------------------------------------------------------------- commands
     def _create_command_subscriptions(self) -> None:
-        qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        reliable = qos.RELIABLE
         self._cmd_subs = [
-            self.create_subscription(JointState, "joint_commands", self._on_joint_state_cmd, qos),
+            self.create_subscription(JointState, "joint_commands", self._on_joint_state_cmd, reliable),
             self.create_subscription(
-                Float64MultiArray, "forward_position_controller/commands", self._on_array_cmd, qos
+                Float64MultiArray, "forward_position_controller/commands", self._on_array_cmd, reliable
             ),
             self.create_subscription(
-                JointTrajectory, "joint_trajectory_controller/joint_trajectory", self._on_trajectory_cmd, qos
+                JointTrajectory,
+                "joint_trajectory_controller/joint_trajectory",
+                self._on_trajectory_cmd,
+                reliable,
             ),
         ]
 
@@ -454,7 +432,7 @@ class MotorBusNode(LifecycleNode):
         consecutive_timeouts = 0
         last_health = 0.0
         last_reconnect = 0.0
-        rate_t0, rate_n = time.perf_counter(), 0
+        loop_rate = RateMeter()
         while self._running.is_set():
             now = time.perf_counter()
             if now < next_t:
@@ -485,11 +463,9 @@ class MotorBusNode(LifecycleNode):
                     self._health = self.arm.read_health()
                 consecutive_timeouts = 0
                 self._stats["cycles"] += 1
-                rate_n += 1
-                if rate_n >= 50:
-                    t = time.perf_counter()
-                    self._loop_hz = rate_n / (t - rate_t0)
-                    rate_t0, rate_n = t, 0
+                t = time.perf_counter()
+                loop_rate.tick(t)
+                self._loop_hz = loop_rate.rate(t)
             except PortError as exc:
                 self._bus_lost(str(exc))
             except BusTimeoutError as exc:
@@ -599,7 +575,7 @@ class MotorBusNode(LifecycleNode):
     # ---------------------------------------------------------------- output
     def _publish_sample(self, sample: JointSample) -> None:
         msg = JointState()
-        msg.header.stamp = _stamp(sample.stamp)
+        msg.header.stamp = seconds_to_stamp(sample.stamp, Time)
         msg.name = self._names
         msg.position = sample.position
         msg.velocity = sample.velocity
@@ -657,9 +633,7 @@ class MotorBusNode(LifecycleNode):
 
 
 def main(args=None) -> int:
-    rclpy.init(args=args)
-    node = MotorBusNode()
-    return spin_until_shutdown(node, node.shutdown_safely)
+    return run_node(MotorBusNode, args, on_exit=MotorBusNode.shutdown_safely)
 
 
 if __name__ == "__main__":

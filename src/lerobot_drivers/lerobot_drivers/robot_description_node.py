@@ -9,19 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import rclpy
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
-from lerobot_bringup.shutdown import spin_until_shutdown
+from lerobot_core.ros import qos
+from lerobot_core.ros.node import run_node
+from lerobot_core.ros.params import declare
 from lerobot_drivers.kinematics import UrdfError, parse_urdf
 
 # transient local depth 1: the description is state, delivered to late joiners
-DESCRIPTION_QOS = QoSProfile(
-    depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
-)
+DESCRIPTION_QOS = qos.LATCHED
 
 
 @dataclass(frozen=True)
@@ -30,16 +27,11 @@ class RobotDescriptionConfig:
 
 
 class RobotDescriptionNode(Node):
-    def __init__(self) -> None:
-        super().__init__("robot_description_publisher")
-        self.declare_parameter(
-            "urdf_path",
-            "",
-            ParameterDescriptor(
-                description="URDF file, e.g. <lerobot_bringup share>/urdf/so101.urdf", read_only=True
-            ),
+    def __init__(self, **kwargs) -> None:
+        super().__init__("robot_description_publisher", **kwargs)
+        self.cfg = RobotDescriptionConfig(
+            declare(self, "urdf_path", "", "URDF file, e.g. <lerobot_bringup share>/urdf/so101.urdf")
         )
-        self.cfg = RobotDescriptionConfig(self.get_parameter("urdf_path").value)
         self.pub = self.create_publisher(String, "robot_description", DESCRIPTION_QOS)
         self.model = None
         if not self.cfg.urdf_path:
@@ -55,14 +47,9 @@ class RobotDescriptionNode(Node):
 
 
 def main(args=None) -> int:
-    rclpy.init(args=args)
-    try:
-        node = RobotDescriptionNode()
-    except (UrdfError, OSError) as exc:
-        print(f"robot_description_publisher: {exc}", flush=True)
-        rclpy.try_shutdown()
-        return 2
-    return spin_until_shutdown(node)
+    return run_node(
+        RobotDescriptionNode, args, errors=(UrdfError, OSError), error_prefix="robot_description_publisher"
+    )
 
 
 if __name__ == "__main__":

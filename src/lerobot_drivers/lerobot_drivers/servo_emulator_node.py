@@ -7,12 +7,12 @@ ordinary parameters. The driver opens `link` (a stable symlink to the emulator's
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
-import rclpy
-from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
 from rclpy.node import Node
 
-from lerobot_bringup.shutdown import spin_until_shutdown
+from lerobot_core.ros.node import run_node
+from lerobot_core.ros.params import declare
 from lerobot_drivers.servo_emulator import emulator_for_robot
 
 
@@ -26,46 +26,19 @@ class ServoEmulatorConfig:
 
 
 class ServoEmulatorNode(Node):
-    def __init__(self) -> None:
-        super().__init__("servo_emulator")
-        ro = {"read_only": True}
-        self.declare_parameter(
-            "robot", "so101_follower", ParameterDescriptor(description="LeRobot robot type to emulate", **ro)
-        )
-        self.declare_parameter(
-            "link",
-            "/tmp/lerobot_ros_so101_follower",
-            ParameterDescriptor(description="symlink path to the pty", **ro),
-        )
-        self.declare_parameter(
-            "tau_s",
-            0.05,
-            ParameterDescriptor(
-                description="first-order position time constant [s]",
-                floating_point_range=[FloatingPointRange(from_value=0.001, to_value=10.0)],
-                **ro,
-            ),
-        )
-        self.declare_parameter(
-            "wire_time",
-            True,
-            ParameterDescriptor(description="delay replies by their wire time at the baud rate", **ro),
-        )
-        self.declare_parameter(
-            "hand_motion_ticks",
-            0.0,
-            ParameterDescriptor(
-                description="amplitude of a sinusoidal 'hand' moving the arm while torque is off [ticks]",
-                **ro,
-            ),
-        )
-        g = self.get_parameter
+    def __init__(self, **kwargs) -> None:
+        super().__init__("servo_emulator", **kwargs)
+        p = partial(declare, self)
         self.cfg = ServoEmulatorConfig(
-            g("robot").value,
-            g("link").value,
-            float(g("tau_s").value),
-            bool(g("wire_time").value),
-            float(g("hand_motion_ticks").value),
+            robot=p("robot", "so101_follower", "LeRobot robot type to emulate"),
+            link=p("link", "/tmp/lerobot_ros_so101_follower", "symlink path to the pty"),
+            tau_s=p("tau_s", 0.05, "first-order position time constant [s]", range=(0.001, 10.0)),
+            wire_time=p("wire_time", True, "delay replies by their wire time at the baud rate"),
+            hand_motion_ticks=p(
+                "hand_motion_ticks",
+                0.0,
+                "amplitude of a sinusoidal 'hand' moving the arm while torque is off [ticks]",
+            ),
         )
         self.emu = emulator_for_robot(
             self.cfg.robot, self.cfg.link, self.cfg.wire_time, self.cfg.tau_s, self.cfg.hand_motion_ticks
@@ -80,9 +53,7 @@ class ServoEmulatorNode(Node):
 
 
 def main(args=None) -> int:
-    rclpy.init(args=args)
-    node = ServoEmulatorNode()
-    return spin_until_shutdown(node)
+    return run_node(ServoEmulatorNode, args)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Optional
 
-from lerobot_drivers.robots import RobotSpec
+from lerobot_core.robots import RobotSpec
 
 
 def parse_joint_map(entries: Sequence[str]) -> dict[str, str]:

@@ -16,7 +16,7 @@ ROBOTS = ["so101_follower", "koch_follower"]
 
 @pytest.fixture(params=ROBOTS)
 def emu_bus(request, tmp_path):
-    from lerobot_drivers.robots import get_robot_spec
+    from lerobot_core.robots import get_robot_spec
 
     spec = get_robot_spec(request.param)
     emu = emulator_for_robot(request.param, link_path=str(tmp_path / "tty"), tau_s=0.1).start()
@@ -179,3 +179,66 @@ def test_scs_protocol1_reads_without_sync_read(tmp_path):
 def test_protocol_mismatch_is_refused():
     with pytest.raises(ValueError, match="protocol 1"):
         MotorBus("/dev/null", "feetech", {1: "scs0009"}, protocol_version=0)
+
+
+def _settles(bus, sid, goal, timeout_s=5.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if abs(bus.read(sid, "Present_Position") - goal) <= 2:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_torque_off_stays_where_moved_torque_on_drives_to_goal(emu_bus):
+    spec, emu, bus = emu_bus
+    sid = spec.motor_ids[0]
+    bus.disable_torque()
+    emu.servos[sid].move_by_hand(2600)  # a hand moves the limp servo
+    bus.write(sid, "Goal_Position", 3000)  # a goal written with torque off does not move it
+    assert bus.read(sid, "Present_Position") == 2600
+    time.sleep(0.3)
+    assert bus.read(sid, "Present_Position") == 2600
+    bus.enable_torque()
+    assert _settles(bus, sid, 3000)
+    emu.servos[sid].move_by_hand(2400)  # pushed away with torque on: it drives back
+    assert _settles(bus, sid, 3000)
+
+
+def test_emulator_process_moved_by_hand_then_mirrors_a_goal(tmp_path):
+    from lerobot_drivers.servo_emulator import EmulatorProcess
+
+    with (
+        EmulatorProcess("so101_leader", str(tmp_path / "tty"), tau_s=0.02) as emu,
+        MotorBus(emu.port, "feetech", {1: "sts3215"}, timeout_s=0.5) as bus,
+    ):
+        bus.disable_torque()
+        emu.call("set_actual", 1, 1500)
+        assert bus.read(1, "Present_Position") == 1500
+        bus.write(1, "Goal_Position", 2500)
+        assert bus.read(1, "Present_Position") == 1500 and not emu.call("torque")[1]
+        bus.enable_torque()
+        assert _settles(bus, 1, 2500)
+        assert emu.call("get", 1, "Present_Position") == bus.read(1, "Present_Position")
+
+
+def test_a_registered_family_works_by_name_everywhere(tmp_path, monkeypatch):
+    """A new family is a BusFamily subclass plus its FAMILIES entry: bus and emulator take it by name."""
+    from lerobot_drivers.bus import FAMILIES
+
+    class SlowDynamixel(dxl.DynamixelFamily):
+        name = "slow_dynamixel"
+        baud_rates = {57_600: 1, 115_200: 2}
+
+    monkeypatch.setitem(FAMILIES, "slow_dynamixel", SlowDynamixel(2))
+    emu = ServoBusEmulator("slow_dynamixel", {1: "xl430-w250"}, link_path=str(tmp_path / "tty")).start()
+    try:
+        with MotorBus(emu.port, "slow_dynamixel", {1: "xl430-w250"}, baudrate=57_600, timeout_s=0.5) as bus:
+            emu.servos[1].set("Baud_Rate", 1)
+            assert bus.ping(1) == 1060
+            with pytest.raises(ValueError, match="slow_dynamixel servos do not support 1000000 baud"):
+                bus.set_baudrate(1_000_000)
+            bus.set_baudrate(115_200)
+            assert bus.read(1, "Baud_Rate") == 2
+    finally:
+        emu.stop()

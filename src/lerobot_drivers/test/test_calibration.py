@@ -8,6 +8,16 @@ from pathlib import Path
 
 import pytest
 
+from lerobot_core.robots import (
+    DEGREES,
+    FEETECH,
+    RANGE_0_100,
+    RANGE_M100_100,
+    JointLimit,
+    MotorSpec,
+    RobotSpec,
+    get_robot_spec,
+)
 from lerobot_drivers.calibrate import bus_for_spec, calibrate, read_calibration
 from lerobot_drivers.calibration import (
     CalibrationError,
@@ -17,16 +27,6 @@ from lerobot_drivers.calibration import (
     find_calibration_file,
     load_calibration,
     save_calibration,
-)
-from lerobot_drivers.robots import (
-    DEGREES,
-    FEETECH,
-    RANGE_0_100,
-    RANGE_M100_100,
-    JointLimit,
-    MotorSpec,
-    RobotSpec,
-    get_robot_spec,
 )
 from lerobot_drivers.servo_emulator import emulator_for_robot
 

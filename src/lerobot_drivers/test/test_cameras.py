@@ -103,8 +103,8 @@ def test_pinhole_k():
 def test_camera_node_publishes_rgb8_info_and_compressed(ros_node):
     from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 
-    from lerobot_bringup.testing import MessageCollector, RosProcess
-    from lerobot_recorder.image_conversion import compressed_msg_to_rgb, image_msg_to_rgb
+    from lerobot_core.image_conversion import compressed_msg_to_rgb, image_msg_to_rgb
+    from lerobot_core.ros.testing import MessageCollector, RosProcess
 
     imgs = MessageCollector(ros_node, Image, "/cameras/wrist/image_raw")
     infos = MessageCollector(ros_node, CameraInfo, "/cameras/wrist/camera_info")
@@ -144,7 +144,7 @@ def test_camera_that_stops_is_reported(ros_node, tmp_path):
     import cv2
     from diagnostic_msgs.msg import DiagnosticArray
 
-    from lerobot_bringup.testing import MessageCollector, RosProcess, wait_until
+    from lerobot_core.ros.testing import MessageCollector, RosProcess, wait_until
 
     path = str(tmp_path / "short.avi")
     writer = cv2.VideoWriter(path, cv2.VideoWriter_fourcc(*"MJPG"), 10.0, (32, 24))

@@ -14,7 +14,7 @@ def test_description_is_latched_for_late_subscribers(ros_node):
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from std_msgs.msg import String
 
-    from lerobot_bringup.testing import RosProcess, wait_for_messages
+    from lerobot_core.ros.testing import RosProcess, wait_for_messages
 
     qos = QoSProfile(
         depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
@@ -30,7 +30,7 @@ def test_description_is_latched_for_late_subscribers(ros_node):
 
 
 def test_description_bad_file_exits_with_reason(tmp_path):
-    from lerobot_bringup.testing import RosProcess, wait_until
+    from lerobot_core.ros.testing import RosProcess, wait_until
 
     bad = tmp_path / "bad.urdf"
     bad.write_text("<robot><joint></robot>")
@@ -42,7 +42,7 @@ def test_description_bad_file_exits_with_reason(tmp_path):
 
 
 def test_joint_state_tf_without_tf2_msgs_says_so():
-    from lerobot_bringup.testing import RosProcess, wait_until
+    from lerobot_core.ros.testing import RosProcess, wait_until
 
     try:
         import tf2_msgs  # noqa: F401

@@ -6,8 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from lerobot_core.robots import get_robot_spec
 from lerobot_drivers.kinematics import UrdfError, parse_urdf, quaternion_xyzw, rpy_matrix
-from lerobot_drivers.robots import get_robot_spec
 
 URDF = Path(__file__).resolve().parents[2] / "lerobot_bringup" / "urdf" / "so101.urdf"
 

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from lerobot_drivers.robots import get_robot_spec
+from lerobot_core.robots import get_robot_spec
 from lerobot_drivers.teleop import TeleopMapper, parse_joint_map
 
 
@@ -39,7 +39,7 @@ def test_mapper_prefixes_and_explicit_map():
 def test_emulated_leader_drives_emulated_follower(ros_node, tmp_path):
     from sensor_msgs.msg import JointState
 
-    from lerobot_bringup.testing import MessageCollector, RosProcess, wait_until
+    from lerobot_core.ros.testing import MessageCollector, RosProcess, wait_until
     from lerobot_drivers.servo_emulator import EmulatorProcess
 
     leader_link, follower_link = str(tmp_path / "leader"), str(tmp_path / "follower")

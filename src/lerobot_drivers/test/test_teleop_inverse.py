@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from lerobot_drivers.robots import get_robot_spec
+from lerobot_core.robots import get_robot_spec
 from lerobot_drivers.teleop import TeleopMapper
 
 

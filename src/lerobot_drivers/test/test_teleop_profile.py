@@ -10,7 +10,7 @@ def test_teleop_demo_graph_runs(ros_node, tmp_path):
     from sensor_msgs.msg import Image, JointState
     from std_msgs.msg import String
 
-    from lerobot_bringup.testing import MessageCollector, RosProcess, wait_until
+    from lerobot_core.ros.testing import MessageCollector, RosProcess, wait_until
 
     latched = QoSProfile(
         depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL

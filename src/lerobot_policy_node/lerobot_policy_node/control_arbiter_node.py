@@ -9,9 +9,10 @@ Inputs: ``arbiter/command`` (lerobot_msgs/ArbiterCommand: pause, takeover, resum
 rerecord, stop), the Trigger services ``arbiter/{pause,takeover,resume}``, the terminal keys of
 ``lerobot-record-control --arbiter`` and a foot pedal (``pedal_device``, Linux evdev).
 
-With ``mirror_leader``, a leader arm with active motors (motor_bus ``leader/torque_enable``) is
-driven to mirror the follower while paused; a takeover waits until it is within
-``mirror_tolerance_rad`` per joint, then its torque goes off and teleop drives. Back to the policy,
+With ``mirror_leader``, a leader arm with active motors (motor_bus ``leader/torque_enable``) has its
+torque on while paused, so it follows the follower's pose that the teleop node mirrors onto it
+(teleop ``mirror_follower``); a takeover waits until ``teleop/leader_mirror_error`` has been within
+``mirror_tolerance_rad`` for 3 samples, then the leader's torque goes off and teleop drives. Back to the policy,
 ``policy/reset`` empties its action queue and observation history. ``arbiter/status``
 (lerobot_msgs/ControlStatus) carries the mode and every transition; the recorder reads it for
 ``complementary_info.is_intervention`` and pauses its frames while the mode is HOLD.
@@ -32,9 +33,11 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64
 from std_srvs.srv import SetBool, Trigger
 
-from lerobot_bringup.shutdown import spin_until_shutdown
+from lerobot_core.robots import get_robot_spec
+from lerobot_core.ros.node import run_node
 from lerobot_msgs.msg import ControlStatus
 from lerobot_msgs.srv import ArbiterCommand
 
@@ -64,7 +67,6 @@ class ControlArbiterConfig:
     reset_policy_on_resume: bool
     recorder: str
     mirror_leader: bool
-    leader_robot: str
     mirror_tolerance_rad: float
     alignment_timeout_s: float
     pedal_device: str
@@ -94,7 +96,6 @@ class ControlArbiterNode(Node):
         self._last_transition: Transition | None = None
         self._leader_torque = False
         self._leader_errors: collections.deque = collections.deque(maxlen=3)
-        self._mirror = None
         self._group = MutuallyExclusiveCallbackGroup()  # all arbiter state changes are serialized
         clients = MutuallyExclusiveCallbackGroup()
 
@@ -132,19 +133,14 @@ class ControlArbiterNode(Node):
             for cmd, srv in RECORDER_SERVICES.items()
         }
         if self.cfg.mirror_leader:
-            from lerobot_drivers.robots import get_robot_spec
-            from lerobot_drivers.teleop import TeleopMapper
-
-            self._mirror = TeleopMapper(get_robot_spec(self.cfg.leader_robot), get_robot_spec(self.cfg.robot))
-            self.pub_leader = self.create_publisher(JointState, "leader/joint_commands", QOS_COMMAND)
             self.cli_leader_torque = self.create_client(
                 SetBool, "leader/torque_enable", callback_group=clients
             )
             self.create_subscription(
-                JointState,
-                "leader/joint_states",
-                self._on_leader_states,
-                QOS_JOINTS,
+                Float64,
+                "teleop/leader_mirror_error",
+                self._on_mirror_error,
+                QOS_COMMAND,
                 callback_group=self._group,
             )
         self._timer = self.create_timer(1.0 / self.cfg.rate_hz, self._tick, callback_group=self._group)
@@ -166,7 +162,7 @@ class ControlArbiterNode(Node):
             f"arbitrating policy/joint_commands and teleop/joint_commands -> joint_commands at "
             f"{self.cfg.rate_hz:g} Hz, starting in {self.cfg.initial_mode}"
             + (f"; pedal {self.cfg.pedal_device}" if self._pedal else "")
-            + ("; leader mirroring on" if self._mirror else "")
+            + ("; leader mirroring on" if self.cfg.mirror_leader else "")
         )
 
     # ------------------------------------------------------------------ parameters
@@ -185,7 +181,7 @@ class ControlArbiterNode(Node):
             robot=p(
                 "robot",
                 "so101_follower",
-                "robot type for joint limits (lerobot_drivers.robots); empty = none",
+                "robot type for joint limits (lerobot_core.robots); empty = none",
             ),
             rate_hz=p(
                 "rate_hz", 30.0, "control rate: commands to the robot per second [Hz]", **frange(1.0, 1000.0)
@@ -216,7 +212,6 @@ class ControlArbiterNode(Node):
                 False,
                 "leader arm with active motors: mirrors the follower while paused (leader/torque_enable)",
             ),
-            leader_robot=p("leader_robot", "so101_leader", "LeRobot type of the leader arm"),
             mirror_tolerance_rad=p(
                 "mirror_tolerance_rad",
                 math.radians(2.0),
@@ -248,8 +243,6 @@ class ControlArbiterNode(Node):
         names, n = self.cfg.joint_names, len(self.cfg.joint_names)
         lower = upper = None
         if self.cfg.robot:
-            from lerobot_drivers.robots import get_robot_spec
-
             spec = get_robot_spec(self.cfg.robot)
             lower = [spec.limits[j].lower if j in spec.limits else -np.inf for j in names]
             upper = [spec.limits[j].upper if j in spec.limits else np.inf for j in names]
@@ -287,15 +280,9 @@ class ControlArbiterNode(Node):
         with self._lock:
             self.arbiter.update_source(source, v, self._now())
 
-    def _on_leader_states(self, msg: JointState) -> None:
-        with self._lock:
-            present = self._present
-        if present is None or self._mirror is None:
-            return
-        target = self._mirror.inverse(self.cfg.joint_names, present)
-        leader = dict(zip(msg.name, msg.position, strict=False))
-        errors = [abs(leader[n] - v) for n, v in target.items() if n in leader]
-        self._leader_errors.append(max(errors) if errors and self._leader_torque else math.nan)
+    def _on_mirror_error(self, msg: Float64) -> None:
+        """The teleop node's largest |leader - mirrored follower| (rad); counts while the torque is on."""
+        self._leader_errors.append(float(msg.data) if self._leader_torque else math.nan)
         # aligned = the last few leader samples all within tolerance (settled, not passing through)
         full = len(self._leader_errors) == self._leader_errors.maxlen
         err = max(self._leader_errors) if full else math.nan
@@ -355,16 +342,11 @@ class ControlArbiterNode(Node):
         now = self._now()
         with self._lock:
             cmd = self.arbiter.step(now)
-            present, mode = self._present, self.arbiter.mode
+            mode = self.arbiter.mode
         if cmd is not None:
             msg = JointState(name=list(self.cfg.joint_names), position=[float(v) for v in cmd])
             msg.header.stamp = self.get_clock().now().to_msg()
             self.pub_cmd.publish(msg)
-        if self._mirror is not None and mode == Mode.HOLD and self._leader_torque and present is not None:
-            target = self._mirror.inverse(self.cfg.joint_names, present)
-            lm = JointState(name=list(target), position=[float(v) for v in target.values()])
-            lm.header.stamp = msg.header.stamp if cmd is not None else self.get_clock().now().to_msg()
-            self.pub_leader.publish(lm)
         self._after_change()
         self._sync_leader_torque(mode)
 
@@ -388,7 +370,7 @@ class ControlArbiterNode(Node):
     # ------------------------------------------------------------------ outputs
     def _sync_leader_torque(self, mode: Mode) -> None:
         """The leader's torque is on exactly while paused (it mirrors the follower), off otherwise."""
-        if self._mirror is None or (mode == Mode.HOLD) == self._leader_torque:
+        if not self.cfg.mirror_leader or (mode == Mode.HOLD) == self._leader_torque:
             return
         if self.cli_leader_torque.service_is_ready():
             self._set_leader_torque(mode == Mode.HOLD)
@@ -448,16 +430,14 @@ class ControlArbiterNode(Node):
 
 
 def main(args=None) -> int:
-    rclpy.init(args=args)
-    try:
-        node = ControlArbiterNode()
-    except (ValueError, PedalError) as exc:
-        print(f"control_arbiter: error: {exc}", flush=True)
-        rclpy.try_shutdown()
-        return 2
-    executor = MultiThreadedExecutor(num_threads=2)
-    executor.add_node(node)
-    return spin_until_shutdown(node, node.shutdown_safely, executor)
+    return run_node(
+        ControlArbiterNode,
+        args,
+        errors=(ValueError, PedalError),
+        error_prefix="control_arbiter: error",
+        executor=lambda: MultiThreadedExecutor(num_threads=2),
+        on_exit=lambda node: node.shutdown_safely(),
+    )
 
 
 if __name__ == "__main__":

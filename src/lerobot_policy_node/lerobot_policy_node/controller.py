@@ -8,13 +8,11 @@ Two threads:
 - the inference thread takes an observation when the scheduler asks for a chunk, runs the policy
   and submits the chunk; the actions that fell due during inference are skipped.
 
-Policies that look at several past observations (`config.n_obs_steps` > 1, e.g. diffusion) get
-them from a history the control thread keeps: the raw sample it already takes every tick to check
-freshness is kept once per policy action (every `interpolation_multiplier` ticks, i.e. at the
-dataset's fps, the spacing the policy was trained with), the last `n_obs_steps` of them. The
-inference thread converts and stacks that history into (1, n_obs_steps, ...) inputs; after a reset
-or a stale tick the history restarts and its first observation fills it, as LeRobot's queues do.
-Policies with one observation step keep taking a fresh sample at inference time.
+History, chunk scheduling and safety are the shared `action_path.ActionPath` (lerobot-sim-eval runs
+the same one in lockstep). Policies that look at several past observations (`config.n_obs_steps`
+> 1, e.g. diffusion) get the raw sample the control thread already takes every tick to check
+freshness, kept once per policy action; after a stale tick the history restarts. Policies with one
+observation step take a fresh sample at inference time instead.
 """
 
 from __future__ import annotations
@@ -23,13 +21,13 @@ import os
 import sys
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .action_queue import ActionScheduler, SchedulerConfig
+from .action_path import ActionPath, ChunkInfo, Frame
+from .action_queue import SchedulerConfig
 from .observation import ObservationBuilder, StaleObservationError
 from .safety import SafetyFilter
 
@@ -50,24 +48,6 @@ class ControllerStats:
     message: str = "starting"
     last_tick_ns: int = 0
     periods_s: list[float] = field(default_factory=list)  # measured tick periods (kept if record_periods)
-
-
-@dataclass(frozen=True)
-class _Frame:
-    """One raw observation kept for the history (joint vector, RGB images) and its sample times."""
-
-    seq: int
-    values: dict
-    stamps: dict[str, int]
-
-
-@dataclass(frozen=True)
-class ChunkInfo:
-    chunk: np.ndarray  # (steps, action_dim), policy units
-    obs_stamp_ns: int  # newest sample time the observation was built from (ROS clock)
-    latency_s: float
-    skipped: int
-    index: int
 
 
 class PolicyController:
@@ -91,12 +71,11 @@ class PolicyController:
     ):
         self.policy = policy
         self.obs = observations
-        self.scheduler = ActionScheduler(scheduler_cfg)
-        self.safety = safety
+        self.path = ActionPath(policy, scheduler_cfg, observations.to_policy_batch, safety, action_to_joint)
+        self.scheduler, self.safety = self.path.scheduler, safety
         self.publish_command = publish_command
         self.now_ns = now_ns
         self.task = task
-        self.action_to_joint = action_to_joint or (lambda a: np.asarray(a, dtype=np.float64))
         self.on_chunk = on_chunk
         self.on_state_change = on_state_change
         self.record_periods = record_periods
@@ -109,14 +88,7 @@ class PolicyController:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._stale_reason = ""
-        config = getattr(policy, "config", None)
-        self.n_obs_steps = max(1, int(getattr(config, "n_obs_steps", 1) or 1))
-        self._history: deque[_Frame] = deque(maxlen=self.n_obs_steps)
-        self._history_lock = threading.Lock()
-        self._frame_seq = 0
-        self._history_ticks = 0
-        self._converted: dict[int, dict] = {}  # frame seq -> policy batch, reused while in the history
+        self.n_obs_steps = self.path.history.n_obs_steps
 
     @property
     def period_s(self) -> float:
@@ -130,10 +102,7 @@ class PolicyController:
         if self.running:
             return
         self._stop.clear()
-        self.scheduler.reset()
-        self.safety.reset(self.obs.latest_joints())
-        self.policy.reset()
-        self._reset_history()
+        self.path.reset(self.obs.latest_joints())
         self.stats = ControllerStats()
         # the model thread holds the GIL between torch ops: a short switch interval lets the
         # control thread in within ~0.5 ms instead of the default 5 ms
@@ -172,57 +141,15 @@ class PolicyController:
         except StaleObservationError as exc:
             return f"stale observation ({exc})", None
 
-    # ------------------------------------------------------------------ observation history
-    def _reset_history(self) -> None:
-        with self._history_lock:
-            self._history.clear()
-            self._history_ticks = 0
-        self._converted = {}
-
-    def _record(self, sample: tuple[dict, dict[str, int]] | None) -> None:
-        """Control thread: keep one observation per policy action for policies with n_obs_steps > 1."""
-        if self.n_obs_steps == 1:
-            return
-        with self._history_lock:
-            if sample is None:  # a gap: the history restarts from the next fresh observation
-                self._history.clear()
-                self._history_ticks = 0
-                return
-            tick = self._history_ticks
-            self._history_ticks += 1
-            if tick % self.scheduler.cfg.interpolation_multiplier:
-                return
-            self._frame_seq += 1
-            self._history.append(_Frame(self._frame_seq, sample[0], sample[1]))
-
-    def history_frames(self) -> list[_Frame]:
-        """The last n_obs_steps observations, oldest first, the first repeated to fill; [] when none yet."""
-        with self._history_lock:
-            frames = list(self._history)
-        if not frames:
-            return []
-        return [frames[0]] * (self.n_obs_steps - len(frames)) + frames
-
-    def history_batch(self, frames: list[_Frame]) -> dict:
-        """(1, n_obs_steps, ...) policy inputs from history frames (conversions cached per frame)."""
-        converted = {}
-        for f in frames:
-            if f.seq not in converted:
-                converted[f.seq] = self._converted.get(f.seq) or self.obs.to_policy_batch(f.values)
-        self._converted = converted
-        per_step = [converted[f.seq] for f in frames]
-        batch = {k: np.stack([step[k][0] for step in per_step])[None] for k in per_step[0]}
-        if self.task is not None:
-            batch["task"] = [self.task]
-        return batch
-
     def control_step(self) -> None:
         """One control tick (public so tests and benchmarks can drive it without the thread)."""
         now = self.now_ns()
         if self.safety.last is None:  # anchor holds and step bounds at the measured position
             self.safety.reset(self.obs.latest_joints())
         reason, sample = self._sample(now)
-        self._record(sample)
+        if self.n_obs_steps > 1:  # one-step policies take a fresh sample at inference time instead
+            values, stamps = sample or (None, None)
+            self.path.record(values, stamps)
         action = None
         if not reason:
             action = self.scheduler.tick()
@@ -233,7 +160,7 @@ class PolicyController:
         else:
             self.scheduler.tick()  # time passes for the queue too: keeps delay accounting honest
         if action is not None:
-            res = self.safety.apply(self.action_to_joint(action))
+            res = self.path.command(action)
             if res.held:
                 reason = f"rejected action: {res.reason}"
             else:
@@ -293,46 +220,30 @@ class PolicyController:
                 self._wake.wait(0.05)
                 self._wake.clear()
                 continue
-            frames: list[_Frame] = []
-            if self.n_obs_steps > 1:
-                frames = self.history_frames()
-                if not frames:
-                    self._wake.wait(0.02)
-                    self._wake.clear()
-                    continue
-                stamps = frames[-1].stamps
-            else:
+            if self.n_obs_steps == 1:
                 try:
-                    values, stamps = self.obs.sample(self.now_ns())
+                    self.path.history.push(*self.obs.sample(self.now_ns()))
                 except StaleObservationError:
                     self._wake.wait(0.02)
                     self._wake.clear()
                     continue
-            ticket = self.scheduler.begin_inference()
-            t0 = time.perf_counter()
+            frames: list[Frame] = self.path.history.frames()
+            if not frames:
+                self._wake.wait(0.02)
+                self._wake.clear()
+                continue
             try:
-                if frames:
-                    batch = self.history_batch(frames)
-                else:
-                    batch = self.obs.to_policy_batch(values, task=self.task)
-                chunk = self.policy.predict_action_chunk(batch)[0]
+                info = self.path.infer(frames, self.task)
             except Exception as exc:
-                self.scheduler.cancel_inference()
                 self.stats.inference_errors += 1
                 self._set_state(HOLDING, f"inference failed: {exc}")
                 self._stop.wait(0.1)
                 continue
-            latency = time.perf_counter() - t0
-            skipped = self.scheduler.submit(chunk, ticket)
-            self.stats.chunks += 1
-            self.stats.last_inference_latency_s = latency
-            self.stats.inference_latency_sum_s += latency
+            self.stats.chunks = info.index
+            self.stats.last_inference_latency_s = info.latency_s
+            self.stats.inference_latency_sum_s += info.latency_s
             if self.on_chunk is not None:
-                self.on_chunk(
-                    ChunkInfo(
-                        chunk, max(stamps.values()) if stamps else 0, latency, skipped, self.stats.chunks
-                    )
-                )
+                self.on_chunk(info)
 
 
 def joint_mapper(action_names: Sequence[str], joint_names: Sequence[str], deg: bool = False):

@@ -1,6 +1,6 @@
 """ROS-free observation assembly for the policy node.
 
-Samples from topics are pushed into the recorder's alignment core (`lerobot_recorder.alignment`),
+Samples from topics are pushed into the shared alignment core (`lerobot_core.alignment`),
 the same code that built the training frames, and an observation is taken with
 `Aligner.sample_at(now)`: for each stream the latest sample at or before `now`, rejected when older
 than `max_age_s`. Joint positions are mapped by name into the policy's state order; images are kept
@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lerobot_recorder.alignment import Aligner, DroppedTick, StreamSpec
+from lerobot_core.alignment import Aligner, DroppedTick, StreamSpec
+from lerobot_core.topics import camera_name  # noqa: F401 (the policy's image keys name the camera topics)
 
 STATE_KEY = "observation.state"
 JOINTS_STREAM = "joints"
@@ -28,14 +29,6 @@ class StaleObservationError(RuntimeError):
     def __init__(self, reasons: dict[str, str]):
         self.reasons = dict(reasons)
         super().__init__(", ".join(f"{k}: {v}" for k, v in sorted(self.reasons.items())))
-
-
-def camera_name(image_key: str) -> str:
-    """`observation.images.front` -> `front` (the topic is `cameras/<name>/image_raw`)."""
-    prefix = "observation.images."
-    if image_key.startswith(prefix):
-        return image_key[len(prefix) :]
-    return image_key.rsplit(".", 1)[-1]
 
 
 def rgb_to_chw_float(rgb: np.ndarray, shape: Sequence[int]) -> np.ndarray:

@@ -2,8 +2,9 @@
 
 configure: load the checkpoint, subscribe to joint states and cameras. activate: start the control
 and inference threads (if `run_on_activate`) or wait for a `policy/run` goal. deactivate: stop
-and hold the last command. The work itself is in the ROS-free `controller`, `action_queue`,
-`observation` and `safety` modules; this class only wires parameters and messages.
+and hold the last command. The work itself is in the ROS-free `controller`, `action_path`
+(history, `action_queue`, `safety`, shared with lerobot-sim-eval) and `observation` modules; this
+class only wires parameters and messages.
 """
 
 from __future__ import annotations
@@ -11,40 +12,43 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import rclpy
-from builtin_interfaces.msg import Duration
+from builtin_interfaces.msg import Duration, Time
 from lifecycle_msgs.msg import State as StateMsg
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from lerobot_bringup.shutdown import until_shutdown
+from lerobot_core import topics
+from lerobot_core.image_conversion import image_msg_to_rgb
+from lerobot_core.robots import SO_JOINTS, get_robot_spec
+from lerobot_core.ros import qos
+from lerobot_core.ros.node import autostart_timer, run_node
+from lerobot_core.ros.params import declare
+from lerobot_core.time import NS_PER_S, ns_to_stamp, stamp_to_ns
 from lerobot_msgs.action import RunPolicy
 from lerobot_msgs.msg import ActionChunk, PolicyStatus
 from lerobot_msgs.srv import LoadPolicy
-from lerobot_recorder.image_conversion import image_msg_to_rgb
 
-from .action_queue import QUEUE_MODES, SchedulerConfig
+from .action_path import scheduler_config
+from .action_queue import QUEUE_MODES
 from .controller import RUNNING, ChunkInfo, PolicyController, joint_mapper
-from .observation import ObservationBuilder, ObservationSpec, camera_name
+from .observation import ObservationBuilder, ObservationSpec
 from .runtime import PolicyLoadError, load_policy
 from .safety import SafetyFilter, SafetyLimits
 
 COMMAND_INTERFACES = ("joint_state", "forward_position", "joint_trajectory")
-SO101_JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
-QOS_COMMAND = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)  # latest command only
-QOS_STATUS = QoSProfile(
-    depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
-)
+QOS_COMMAND = qos.LATEST  # latest command only
+QOS_STATUS = qos.LATCHED
 QOS_JOINTS = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
 
 
@@ -111,19 +115,11 @@ class PolicyNode(LifecycleNode):
             self.create_subscription(String, self.cfg.task_topic, self._on_task, QOS_STATUS)
         self._publish_status()
         if self.cfg.autostart:
-            self._autostart_timer = self.create_timer(0.01, self._autostart)
+            autostart_timer(self)
 
     # ------------------------------------------------------------------ parameters
     def _read_parameters(self) -> PolicyNodeConfig:
-        def p(name, default, description, read_only=True, **kw):
-            self.declare_parameter(
-                name, default, ParameterDescriptor(description=description, read_only=read_only, **kw)
-            )
-            return self.get_parameter(name).value
-
-        def frange(lo, hi):
-            return {"floating_point_range": [FloatingPointRange(from_value=lo, to_value=hi)]}
-
+        p = partial(declare, self)
         cfg = PolicyNodeConfig(
             policy_path=p("policy_path", "", "checkpoint directory as LeRobot saves it (pretrained_model/)"),
             device=p("device", "cpu", "torch device for inference (cpu, cuda, ...)"),
@@ -131,12 +127,12 @@ class PolicyNode(LifecycleNode):
             task_topic=p(
                 "task_topic", "", "std_msgs/String topic that sets the task; empty = parameter only"
             ),
-            fps=p("fps", 30.0, "policy action rate = the training dataset's fps [Hz]", **frange(1.0, 1000.0)),
+            fps=p("fps", 30.0, "policy action rate = the training dataset's fps [Hz]", range=(1.0, 1000.0)),
             interpolation_multiplier=p(
                 "interpolation_multiplier",
                 1,
                 "commands per policy action (linear interpolation); control rate = fps x this",
-                integer_range=[IntegerRange(from_value=1, to_value=20, step=1)],
+                range=(1, 20),
             ),
             queue_mode=p(
                 "queue_mode",
@@ -147,7 +143,7 @@ class PolicyNode(LifecycleNode):
                 "refill_threshold",
                 0.5,
                 "infer the next chunk when queue <= this x n_action_steps",
-                **frange(0.0, 1.0),
+                range=(0.0, 1.0),
             ),
             n_action_steps=p(
                 "n_action_steps", 0, "actions used per chunk; 0 = the checkpoint's n_action_steps"
@@ -160,7 +156,7 @@ class PolicyNode(LifecycleNode):
             ),
             joint_names=p(
                 "joint_names",
-                SO101_JOINTS,
+                list(SO_JOINTS),
                 "robot joints in the policy's state/action order (names as LeRobot spells them)",
             ),
             joint_units=p(
@@ -169,7 +165,7 @@ class PolicyNode(LifecycleNode):
             robot=p(
                 "robot",
                 "so101_follower",
-                "robot type for default joint limits (lerobot_drivers.robots); empty = none",
+                "robot type for default joint limits (lerobot_core.robots); empty = none",
             ),
             joint_lower_limits=p(
                 "joint_lower_limits", [0.0], "lower joint limits [rad]; [0.0] = from the robot type"
@@ -181,13 +177,13 @@ class PolicyNode(LifecycleNode):
                 "max_step_rad",
                 0.05,
                 "max change of any joint command per control step [rad]",
-                **frange(1e-6, 10.0),
+                range=(1e-6, 10.0),
             ),
             max_observation_age_s=p(
                 "max_observation_age_s",
                 0.5,
                 "older observations -> hold the last command [s]",
-                **frange(0.001, 60.0),
+                range=(0.001, 60.0),
             ),
             run_on_activate=p(
                 "run_on_activate",
@@ -201,7 +197,7 @@ class PolicyNode(LifecycleNode):
                 50,
                 "SCHED_FIFO priority of the control thread (1-99) where permitted (CAP_SYS_NICE or an "
                 "rtprio limit; else normal scheduling with a warning); 0 = normal scheduling",
-                integer_range=[IntegerRange(from_value=0, to_value=99, step=1)],
+                range=(0, 99),
             ),
             autostart=p("autostart", False, "configure and activate right after start"),
         )
@@ -215,25 +211,18 @@ class PolicyNode(LifecycleNode):
             raise ValueError(f"parameter joint_units={cfg.joint_units!r}: use rad or deg")
         return cfg
 
-    def _autostart(self) -> None:
-        self._autostart_timer.cancel()
-        if self.trigger_configure() == TransitionCallbackReturn.SUCCESS:
-            self.trigger_activate()
-
     def _limits(self) -> SafetyLimits:
         c, n = self.cfg, len(self.cfg.joint_names)
         lower = c.joint_lower_limits if len(c.joint_lower_limits) == n else None
         upper = c.joint_upper_limits if len(c.joint_upper_limits) == n else None
         if (lower is None or upper is None) and c.robot:
             try:
-                from lerobot_drivers.robots import get_robot_spec
-
                 spec = get_robot_spec(c.robot)
                 lower = lower or [
                     spec.limits[j].lower if j in spec.limits else -np.inf for j in c.joint_names
                 ]
                 upper = upper or [spec.limits[j].upper if j in spec.limits else np.inf for j in c.joint_names]
-            except (ImportError, KeyError, ValueError) as exc:
+            except (KeyError, ValueError) as exc:
                 self.get_logger().warn(
                     f"no joint limits from robot {c.robot!r} ({exc}); commands are only rate-limited"
                 )
@@ -251,19 +240,14 @@ class PolicyNode(LifecycleNode):
                 torch.set_num_threads(self.cfg.torch_threads)
             policy = load_policy(path, device=device or "cpu")
             pc = policy.config
-            n_steps = self.cfg.n_action_steps or pc.n_action_steps
-            mode = self.cfg.queue_mode
-            coeff = self.cfg.temporal_ensemble_coeff
-            if pc.temporal_ensemble_coeff is not None and mode == "replace":
-                mode, coeff = "ensemble", pc.temporal_ensemble_coeff  # what the checkpoint was tuned for
-            sched = SchedulerConfig(
-                fps=self.cfg.fps,
-                n_action_steps=min(n_steps, pc.chunk_size),
-                chunk_size=pc.chunk_size,
-                mode=mode,
+            sched = scheduler_config(
+                pc,
+                self.cfg.fps,
+                self.cfg.queue_mode,
+                n_action_steps=self.cfg.n_action_steps,
                 refill_threshold=self.cfg.refill_threshold,
                 interpolation_multiplier=self.cfg.interpolation_multiplier,
-                ensemble_coeff=coeff,
+                ensemble_coeff=self.cfg.temporal_ensemble_coeff,
             )
             joints = list(self.cfg.joint_names)
             state = pc.state_feature
@@ -328,11 +312,9 @@ class PolicyNode(LifecycleNode):
             self.destroy_subscription(sub)
         self._subs = [self.create_subscription(JointState, "joint_states", self._on_joints, QOS_JOINTS)]
         for key in self.policy.config.image_features:
-            topic = f"cameras/{camera_name(key)}/image_raw"
+            topic = topics.camera_topic(topics.camera_name(key))
             self._subs.append(
-                self.create_subscription(
-                    Image, topic, lambda m, k=key: self._on_image(k, m), qos_profile_sensor_data
-                )
+                self.create_subscription(Image, topic, lambda m, k=key: self._on_image(k, m), qos.SENSOR)
             )
         if self._pub_cmd is None:
             kind = {
@@ -391,9 +373,7 @@ class PolicyNode(LifecycleNode):
     # ------------------------------------------------------------------ inputs
     def _on_joints(self, msg: JointState) -> None:
         if self.controller is not None and len(msg.position):
-            self.controller.obs.push_joints(
-                msg.name, msg.position, msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-            )
+            self.controller.obs.push_joints(msg.name, msg.position, stamp_to_ns(msg.header.stamp))
 
     def _on_image(self, key: str, msg: Image) -> None:
         if self.controller is None:
@@ -403,9 +383,7 @@ class PolicyNode(LifecycleNode):
         except ValueError as exc:
             self.get_logger().error(f"camera {key}: {exc}", throttle_duration_sec=5.0)
             return
-        self.controller.obs.push_image(
-            key, rgb, msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-        )
+        self.controller.obs.push_image(key, rgb, stamp_to_ns(msg.header.stamp))
 
     def _on_task(self, msg: String) -> None:
         self.task = msg.data
@@ -441,7 +419,7 @@ class PolicyNode(LifecycleNode):
             inference_latency_s=info.latency_s,
             actions_skipped=info.skipped,
         )
-        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(int(info.obs_stamp_ns), 1_000_000_000)
+        msg.header.stamp = ns_to_stamp(info.obs_stamp_ns, Time)
         msg.trajectory.joint_names = list(self._action_names)
         period = 1.0 / self.cfg.fps
         msg.trajectory.points = [
@@ -595,28 +573,18 @@ class PolicyNode(LifecycleNode):
 
 
 def _duration(seconds: float) -> Duration:
-    sec = int(seconds)
-    return Duration(sec=sec, nanosec=int(round((seconds - sec) * 1e9)))
+    return ns_to_stamp(round(seconds * NS_PER_S), Duration)
 
 
 def main(args=None) -> int:
-    rclpy.init(args=args)
-    node = None
-    try:
-        with until_shutdown():
-            node = PolicyNode()
-            executor = MultiThreadedExecutor(num_threads=3)
-            executor.add_node(node)
-            executor.spin()
-    except ValueError as exc:  # bad parameter values
-        print(f"policy: error: {exc}")
-        return 2
-    finally:
-        if node is not None:
-            node.shutdown_safely()
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node(
+        PolicyNode,
+        args,
+        errors=(ValueError,),  # bad parameter values
+        error_prefix="policy: error",
+        executor=partial(MultiThreadedExecutor, num_threads=3),
+        on_exit=PolicyNode.shutdown_safely,
+    )
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
-from lerobot_bringup.testing import MessageCollector, RosProcess, wait_until  # noqa: E402
+from lerobot_core.ros.testing import MessageCollector, RosProcess, wait_until  # noqa: E402
 from lerobot_msgs.msg import ControlStatus  # noqa: E402
 from lerobot_msgs.srv import ArbiterCommand  # noqa: E402
 from lerobot_policy_node.pedal import pack_event  # noqa: E402

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from lerobot_policy_node.action_path import ObservationHistory
 from lerobot_policy_node.action_queue import SchedulerConfig
 from lerobot_policy_node.controller import PolicyController
 from lerobot_policy_node.observation import ObservationBuilder, ObservationSpec
@@ -65,14 +66,14 @@ def push(ctl, clock, k):
 
 
 def states(ctl):
-    return [float(f.values["joints"][0]) for f in ctl.history_frames()]
+    return [float(f.values["joints"][0]) for f in ctl.path.history.frames()]
 
 
 def test_history_fills_shifts_and_restarts(fast_diffusion):
     clock = Clock()
     ctl = make_controller(fast_diffusion, clock)
     assert ctl.n_obs_steps == 2
-    assert ctl.history_frames() == []
+    assert ctl.path.history.frames() == []
     push(ctl, clock, 1)
     ctl.control_step()
     assert states(ctl) == [0.1, 0.1]  # the first observation fills the history
@@ -83,7 +84,7 @@ def test_history_fills_shifts_and_restarts(fast_diffusion):
     assert states(ctl) == [0.2, 0.3]
     clock.t += 500 * MS  # no data for 0.5 s: stale, the history restarts
     ctl.control_step()
-    assert ctl.history_frames() == []
+    assert ctl.path.history.frames() == []
     push(ctl, clock, 4)
     ctl.control_step()
     assert states(ctl) == [0.4, 0.4]
@@ -106,19 +107,18 @@ def test_history_batch_feeds_the_policy(fast_diffusion):
         push(ctl, clock, k)
         ctl.control_step()
         clock.t += 33 * MS
-    batch = ctl.history_batch(ctl.history_frames())
+    batch = ctl.path.history.batch()
     assert batch["observation.state"].shape == (1, 2, 6)
     assert batch[FRONT].shape == (1, 2, 3, 48, 64)
     np.testing.assert_allclose(batch["observation.state"][0, :, 0], [0.1, 0.2], rtol=1e-6)
     np.testing.assert_allclose(batch[FRONT][0, :, 0, 0, 0], [10 / 255, 20 / 255], rtol=1e-6)
-    # the stacked history gives what observing the two steps one by one gives
+    # the stacked history gives what pushing the two converted steps one by one gives
     noise = torch.randn((1, 16, 6), generator=torch.Generator().manual_seed(0))
     direct = fast_diffusion.predict_action_chunk(batch, noise=noise)
-    fast_diffusion.reset()
+    steps = ObservationHistory(2, dict)
     for i in range(2):
-        fast_diffusion.observe({k: v[:, i] for k, v in batch.items()})
-    np.testing.assert_array_equal(fast_diffusion.predict_action_chunk(noise=noise), direct)
-    fast_diffusion.reset()
+        steps.push({k: v[:, i] for k, v in batch.items()})
+    np.testing.assert_array_equal(fast_diffusion.predict_action_chunk(steps.batch(), noise=noise), direct)
 
 
 def test_threads_drive_with_history(fast_diffusion):

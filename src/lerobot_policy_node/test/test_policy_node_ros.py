@@ -21,7 +21,7 @@ from sensor_msgs.msg import Image, JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 from trajectory_msgs.msg import JointTrajectory  # noqa: E402
 
-from lerobot_bringup.testing import MessageCollector, RosProcess, wait_until  # noqa: E402
+from lerobot_core.ros.testing import MessageCollector, RosProcess, wait_until  # noqa: E402
 from lerobot_msgs.action import RunPolicy  # noqa: E402
 from lerobot_msgs.msg import ActionChunk, PolicyStatus  # noqa: E402
 from lerobot_msgs.srv import LoadPolicy  # noqa: E402
@@ -31,7 +31,7 @@ MAX_STEP = 0.05
 STATUS_QOS = QoSProfile(
     depth=50, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
 )
-SO101_LIMIT = 3.2  # every SO-101 joint limit lies within +-pi (lerobot_drivers.robots)
+SO101_LIMIT = 3.2  # every SO-101 joint limit lies within +-pi (lerobot_core.robots)
 
 
 class EmulatedRobot:

@@ -14,7 +14,7 @@ rclpy = pytest.importorskip("rclpy")
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
-from lerobot_bringup.testing import MessageCollector, RosProcess, wait_until  # noqa: E402
+from lerobot_core.ros.testing import MessageCollector, RosProcess, wait_until  # noqa: E402
 from lerobot_msgs.msg import ActionChunk, PolicyStatus  # noqa: E402
 
 

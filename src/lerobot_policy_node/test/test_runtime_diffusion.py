@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from lerobot_policy_node.action_path import ObservationHistory
 from lerobot_policy_node.runtime import ObservationError, PolicyLoadError, load_policy
 from lerobot_policy_node.runtime.diffusion_sampler import make_betas
 from lerobot_policy_node.runtime.policy import NativeDiffusionPolicy
@@ -51,11 +52,12 @@ def ddim_policy(ckpt_copy, diffusion_reference):
 def test_ddpm_sequence_matches_lerobot(ddpm_policy, diffusion_reference):
     """Three control steps: the first observation fills the history, then it shifts; seeded DDPM."""
     ref = diffusion_reference
-    ddpm_policy.reset()
+    history = ObservationHistory(ddpm_policy.config.n_obs_steps, dict)
     diffs = []
     for i in range(N_STEPS):
         torch.manual_seed(int(ref[f"ddpm.seed.{i}"]))
-        chunk = ddpm_policy.predict_action_chunk(observation_step(ref, i))
+        history.push(observation_step(ref, i))
+        chunk = ddpm_policy.predict_action_chunk(history.batch())
         assert chunk.shape == (2, 8, 6) and chunk.dtype == np.float32
         diffs.append(max_diff(chunk, ref[f"ddpm.chunk.{i}"]))
     print(f"DDPM (100 steps) max |native - LeRobot| per step: {diffs}")
@@ -64,11 +66,12 @@ def test_ddpm_sequence_matches_lerobot(ddpm_policy, diffusion_reference):
 
 def test_ddim_with_explicit_noise_matches_lerobot(ddim_policy, diffusion_reference):
     ref = diffusion_reference
+    history = ObservationHistory(ddim_policy.config.n_obs_steps, dict)
     diffs = []
     for i in range(N_STEPS):
-        chunk = ddim_policy.predict_action_chunk(observation_step(ref, i), noise=ref[f"ddim.noise.{i}"])
+        history.push(observation_step(ref, i))
+        chunk = ddim_policy.predict_action_chunk(history.batch(), noise=ref[f"ddim.noise.{i}"])
         diffs.append(max_diff(chunk, ref[f"ddim.chunk.{i}"]))
-    ddim_policy.reset()
     torch.manual_seed(int(ref["ddim.seed"]))
     diffs.append(
         max_diff(ddim_policy.predict_action_chunk(observation_step(ref, 0)), ref["ddim.seeded_chunk"])
@@ -85,10 +88,12 @@ def test_variant_matches_lerobot(tmp_path, variant):
     ckpt, ref = build_diffusion_variant(variant, tmp_path / variant)
     policy = load_policy(ckpt)
     kind = policy.config.raw["noise_scheduler_type"].lower()
+    history = ObservationHistory(policy.config.n_obs_steps, dict)
     diffs = []
     for i in range(N_STEPS):
         torch.manual_seed(int(ref[f"{kind}.seed.{i}"]))
-        chunk = policy.predict_action_chunk(observation_step(ref, i))
+        history.push(observation_step(ref, i))
+        chunk = policy.predict_action_chunk(history.batch())
         assert chunk.shape == ref[f"{kind}.chunk.{i}"].shape
         diffs.append(max_diff(chunk, ref[f"{kind}.chunk.{i}"]))
     print(f"{variant} ({kind}) max |native - LeRobot| per step: {diffs}")
@@ -112,36 +117,31 @@ def _history(reference, steps):
 def test_observation_history_semantics(ddim_policy, diffusion_reference):
     ref = diffusion_reference
     p = ddim_policy  # the history does not depend on the sampler; DDIM's 10 steps keep this quick
-    p.reset()
+    history = ObservationHistory(p.config.n_obs_steps, dict)
     with pytest.raises(ObservationError, match="no observation yet"):
-        p.predict_action_chunk()
+        history.batch()
 
     def run(batch=None):
+        batch = history.batch() if batch is None else batch
         return p.predict_action_chunk(batch, generator=torch.Generator().manual_seed(5))
 
-    # the first observation fills the history
-    p.observe(observation_step(ref, 0))
+    # the first observation fills the history, as a single observation does
+    history.push(observation_step(ref, 0))
     filled = run()
     np.testing.assert_array_equal(filled, run(_history(ref, [0, 0])))
+    np.testing.assert_array_equal(filled, run(observation_step(ref, 0)))
     # then it shifts: after o0, o1, o2 the history is [o1, o2]
-    p.observe(observation_step(ref, 1))
+    history.push(observation_step(ref, 1))
     np.testing.assert_array_equal(run(), run(_history(ref, [0, 1])))
-    p.observe(observation_step(ref, 2))
+    history.push(observation_step(ref, 2))
     shifted = run()
     np.testing.assert_array_equal(shifted, run(_history(ref, [1, 2])))
     assert max_diff(shifted, filled) > 1e-3
-    # an explicit history leaves the stored one alone
+    # the policy keeps no state: another history in between changes nothing
     run(_history(ref, [0, 0]))
     np.testing.assert_array_equal(run(), shifted)
-    # observe() with a whole history replaces the stored one
-    p.observe(_history(ref, [2, 0]))
-    np.testing.assert_array_equal(run(), run(_history(ref, [2, 0])))
-    # batch size must not change inside an episode
-    one = {k: v[:1] for k, v in observation_step(ref, 0).items()}
-    with pytest.raises(ObservationError, match="call reset"):
-        p.observe(one)
-    p.reset()
-    p.observe(one)
+    history.clear()
+    history.push({k: v[:1] for k, v in observation_step(ref, 0).items()})
     assert run().shape == (1, 8, 6)
 
 

@@ -25,8 +25,10 @@ from pathlib import Path
 import numpy as np
 from rosbags.rosbag2 import StoragePlugin, Writer
 
+from lerobot_core.contract import IMAGE, IMAGE_PREFIX, JOINT_STATE, Contract, ContractError
+from lerobot_core.topics import camera_name, camera_topic
+
 from . import bag_io
-from .contract import IMAGE, IMAGE_PREFIX, JOINT_STATE, Contract, ContractError
 from .dataset.video import iter_frames
 
 __all__ = ["ExportError", "export_episode", "main"]
@@ -152,9 +154,7 @@ def export_episode(
     targets = _contract_targets(contract, reader.features) if contract else _default_targets(reader.features)
     cameras = {}
     for key in reader.video_keys:
-        topic = (
-            f"/cameras/{key[len(IMAGE_PREFIX) :]}/image_raw" if key.startswith(IMAGE_PREFIX) else f"/{key}"
-        )
+        topic = "/" + camera_topic(camera_name(key)) if key.startswith(IMAGE_PREFIX) else f"/{key}"
         if contract and key in contract.images and contract.images[key].msgtype == IMAGE:
             topic = contract.images[key].topic
         path = Path(dataset) / dsfmt.video_path(

@@ -6,7 +6,7 @@
 Every bag is checked before anything is written (readable, every contract topic present with a
 supported type, first messages decodable, sizes consistent across bags). Then each bag (or each
 segment between two messages of ``--split-topic``) becomes one episode: messages are read in log
-order, pushed into the :class:`~lerobot_recorder.alignment.Aligner`, and the settled ticks go to
+order, pushed into the :class:`~lerobot_core.alignment.Aligner`, and the settled ticks go to
 :class:`~lerobot_recorder.dataset.DatasetWriter`. A failure mid-bag discards that episode only;
 episodes saved before it stay. ROS-free: uses ``rosbags`` only.
 """
@@ -25,9 +25,12 @@ from pathlib import Path
 
 from rosbags.rosbag2 import Reader
 
-from .alignment import HEADER, Aligner, AlignmentStats
+from lerobot_core.alignment import HEADER, Aligner, AlignmentStats
+from lerobot_core.contract import Contract, ContractError
+from lerobot_core.time import NS_PER_S as _NS
+from lerobot_core.time import stamp_to_ns
+
 from .bag_io import deserialize
-from .contract import Contract, ContractError
 
 __all__ = [
     "BagImportError",
@@ -38,8 +41,6 @@ __all__ = [
     "import_bags",
     "main",
 ]
-
-_NS = 1_000_000_000
 
 
 class BagImportError(RuntimeError):
@@ -266,8 +267,7 @@ def _clock_offset(path: Path, contract: Contract, first: dict, first_log: dict) 
     offsets = {}
     for topic, msg in first.items():
         if contract.streams[topic].timeline == HEADER and getattr(msg, "header", None) is not None:
-            stamp = msg.header.stamp.sec * _NS + msg.header.stamp.nanosec
-            offsets[topic] = first_log[topic] - stamp
+            offsets[topic] = first_log[topic] - stamp_to_ns(msg.header.stamp)
     far = {t: o for t, o in offsets.items() if abs(o) > _SAME_CLOCK_NS}
     if not far:
         return 0

@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 from rosbags.typesys import Stores, get_typestore
 
-from .image_conversion import encode_compressed, fill_image_msg
+from lerobot_core.image_conversion import encode_compressed, fill_image_msg
+from lerobot_core.time import ns_to_stamp
 
-_NS = 1_000_000_000
 _TYPESTORE = None
 
 
@@ -26,9 +26,8 @@ def _t(name: str):
 
 
 def header(stamp_ns: int, frame_id: str = ""):
-    stamp_ns = int(stamp_ns)
-    time = _t("builtin_interfaces/msg/Time")(sec=stamp_ns // _NS, nanosec=stamp_ns % _NS)
-    return _t("std_msgs/msg/Header")(stamp=time, frame_id=frame_id)
+    stamp = ns_to_stamp(stamp_ns, _t("builtin_interfaces/msg/Time"))
+    return _t("std_msgs/msg/Header")(stamp=stamp, frame_id=frame_id)
 
 
 def joint_state(stamp_ns: int, names, position=(), velocity=(), effort=()):

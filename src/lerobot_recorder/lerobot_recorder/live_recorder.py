@@ -2,7 +2,7 @@
 
 The node's subscription callbacks only call :meth:`LiveRecorder.ingest` (serialized bytes + receive
 time: an append to a queue and a counter). The worker thread does everything that takes time:
-deserializing, the alignment core (one fresh :class:`~lerobot_recorder.alignment.Aligner` per
+deserializing, the alignment core (one fresh :class:`~lerobot_core.alignment.Aligner` per
 episode, exactly as bag import does per bag), image conversion, ``DatasetWriter.add_frame`` (whose
 encoders run on their own threads), saving, and handing the raw bytes to the raw-bag writer
 thread. Services and the action call :meth:`request` and wait on the returned future.
@@ -32,8 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .alignment import RECEIVE, Aligner
-from .contract import CONTROL_STATUS, IMAGE_TYPES, LATCHED_TYPES, Contract
+from lerobot_core.alignment import RECEIVE, Aligner
+from lerobot_core.contract import CONTROL_STATUS, IMAGE_TYPES, LATCHED_TYPES, Contract
+
 from .dataset import DatasetError, DatasetWriter
 from .dataset import format as dsfmt
 from .episode_control import Effect, EpisodeConfig, EpisodeController, EpisodeError, State

@@ -9,9 +9,10 @@ stream drops below its rate, once when it goes stale, and once more when it reco
 
 from __future__ import annotations
 
-import collections
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+from lerobot_core.rate import RateMeter
 
 
 @dataclass(frozen=True)
@@ -63,9 +64,7 @@ class StreamHealth:
 @dataclass
 class _Track:
     spec: AuditSpec
-    times: collections.deque = field(default_factory=collections.deque)
-    received: int = 0
-    last: float | None = None
+    meter: RateMeter
     condition: str | None = None
 
 
@@ -79,7 +78,7 @@ class RateAudit:
             raise ValueError(f"tolerance must be in (0, 1], got {tolerance!r}")
         self.window_s = float(window_s)
         self.tolerance = float(tolerance)
-        self._tracks = {s.name: _Track(s) for s in specs}
+        self._tracks = {s.name: _Track(s, RateMeter(self.window_s)) for s in specs}
         self._start: float | None = None
 
     @property
@@ -90,26 +89,19 @@ class RateAudit:
         """Start counting afresh (a new episode): counts go to 0, the rate is judged after one window."""
         self._start = now
         for tr in self._tracks.values():
-            tr.received = 0
+            tr.meter.restart(now)
             tr.condition = None
-            while tr.times and tr.times[0] < now - self.window_s:
-                tr.times.popleft()
 
     def note(self, name: str, t: float) -> None:
-        tr = self._tracks[name]
-        tr.received += 1
-        tr.last = t if tr.last is None else max(tr.last, t)
-        tr.times.append(t)
+        self._tracks[name].meter.tick(t)
 
     def health(self, name: str, now: float, dropped_ticks: int = 0) -> StreamHealth:
         tr = self._tracks[name]
-        while tr.times and tr.times[0] < now - self.window_s:
-            tr.times.popleft()
         start = self._start if self._start is not None else now
         judged = now - start >= self.window_s
         span = min(self.window_s, max(now - start, 1e-9))
-        measured = len(tr.times) / span
-        age = -1.0 if tr.last is None else max(0.0, now - tr.last)
+        measured = tr.meter.in_window(now) / span
+        age = -1.0 if tr.meter.last is None else max(0.0, now - tr.meter.last)
         stale = age < 0 or age > tr.spec.stale_after_s
         exp = tr.spec.expected_rate_hz
         rate_ok = exp <= 0 or measured >= exp * self.tolerance
@@ -118,7 +110,7 @@ class RateAudit:
             topic=tr.spec.topic,
             expected_rate_hz=exp,
             measured_rate_hz=measured,
-            received=tr.received,
+            received=tr.meter.count,
             dropped_ticks=dropped_ticks,
             age_s=age,
             stale=stale,

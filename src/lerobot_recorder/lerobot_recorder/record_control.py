@@ -24,16 +24,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-import threading
 import time
 
 import rclpy
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_srvs.srv import Trigger
 
-from lerobot_bringup.shutdown import until_shutdown
+from lerobot_core.ros import qos
+from lerobot_core.ros.node import run_node
 from lerobot_msgs.msg import RecorderStatus
 from lerobot_msgs.srv import StartEpisode
 from lerobot_recorder.keyboard import (
@@ -90,11 +88,7 @@ class RecordControl(Node):
                 ControlStatus,
                 f"{ans}/status",
                 lambda m: setattr(self, "control", m),
-                QoSProfile(
-                    depth=10,
-                    reliability=ReliabilityPolicy.RELIABLE,
-                    durability=DurabilityPolicy.TRANSIENT_LOCAL,
-                ),
+                qos.LATCHED,
             )
         ns = recorder.rstrip("/")
         self.services_by_command = {
@@ -103,11 +97,8 @@ class RecordControl(Node):
             "finalize": self.create_client(Trigger, f"{ns}/finalize"),
             "start": self.create_client(StartEpisode, f"{ns}/start_episode"),
         }
-        qos = QoSProfile(
-            depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
-        )
         self.status: RecorderStatus | None = None
-        self.create_subscription(RecorderStatus, f"{ns}/status", self._on_status, qos)
+        self.create_subscription(RecorderStatus, f"{ns}/status", self._on_status, qos.LATCHED)
 
     def _on_status(self, msg: RecorderStatus) -> None:
         self.status = msg
@@ -154,25 +145,15 @@ def main(argv=None) -> int:
     )
     ap.add_argument("--task", default="", help="task text for start (default: the node's)")
     args, ros_args = ap.parse_known_args(argv)
-    rclpy.init(args=ros_args or None)
-    node = RecordControl(args.recorder, args.arbiter)
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    spinner = threading.Thread(target=executor.spin, daemon=True)
-    spinner.start()
-    code = 0
-    try:
-        with until_shutdown():
-            if args.command:
-                ok, message = node.call(args.command, task=args.task)
-                print(("ok: " if ok else "error: ") + message)
-                return 0 if ok else 1
-            code = interactive(node, args.task, hil=bool(args.arbiter))
-    finally:
-        executor.shutdown(timeout_sec=1.0)
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return code
+
+    def control(node: RecordControl, _running) -> int:
+        if args.command:
+            ok, message = node.call(args.command, task=args.task)
+            print(("ok: " if ok else "error: ") + message)
+            return 0 if ok else 1
+        return interactive(node, args.task, hil=bool(args.arbiter))
+
+    return run_node(lambda: RecordControl(args.recorder, args.arbiter), ros_args or None, main_loop=control)
 
 
 def interactive(node: RecordControl, task: str, hil: bool = False) -> int:

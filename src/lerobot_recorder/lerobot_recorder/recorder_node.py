@@ -23,42 +23,31 @@ import os
 import threading
 import time
 from dataclasses import dataclass
+from functools import partial
 
 import rclpy
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.exceptions import InvalidHandle
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy_impl
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
-from rclpy.qos import (
-    DurabilityPolicy,
-    HistoryPolicy,
-    QoSProfile,
-    ReliabilityPolicy,
-    qos_profile_sensor_data,
-)
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
 from rclpy.task import Future
 from std_srvs.srv import Trigger
 
-from lerobot_bringup.shutdown import until_shutdown
+from lerobot_core.contract import Contract, ContractError
+from lerobot_core.ros import qos
+from lerobot_core.ros.node import run_node
+from lerobot_core.ros.params import declare
 from lerobot_msgs.action import RecordEpisode
 from lerobot_msgs.msg import RecorderStatus, StreamStatus
 from lerobot_msgs.srv import StartEpisode
-from lerobot_recorder.contract import Contract, ContractError
 from lerobot_recorder.episode_control import EpisodeConfig, EpisodeError, State
 from lerobot_recorder.live_recorder import MODES, LiveConfig, LiveRecorder, NoMessageYetError, RecorderError
 
-QOS_STATUS = QoSProfile(
-    depth=1,
-    reliability=ReliabilityPolicy.RELIABLE,
-    durability=DurabilityPolicy.TRANSIENT_LOCAL,
-    history=HistoryPolicy.KEEP_LAST,
-)
-# images: best effort keep-last (a late frame is worth less than the next one)
-QOS_IMAGES = qos_profile_sensor_data
+QOS_STATUS = qos.LATCHED
+QOS_IMAGES = qos.SENSOR
 # joint states / commands: reliable, a short queue absorbs bursts without growing stale
 QOS_RELIABLE = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
 
@@ -136,13 +125,7 @@ class RecorderNode(LifecycleNode):
 
     # ------------------------------------------------------------------ parameters
     def _declare_parameters(self) -> None:
-        def p(name, default, description, read_only=True, fr=None, ir=None):
-            d = ParameterDescriptor(description=description, read_only=read_only)
-            if fr is not None:
-                d.floating_point_range = [FloatingPointRange(from_value=fr[0], to_value=fr[1])]
-            if ir is not None:
-                d.integer_range = [IntegerRange(from_value=ir[0], to_value=ir[1], step=1)]
-            self.declare_parameter(name, default, d)
+        p = partial(declare, self)
 
         p("autostart", False, "configure and activate right after start")
         p("contract", "", "mapping contract YAML, or the name of an installed one (so101_one_camera)")
@@ -153,23 +136,28 @@ class RecorderNode(LifecycleNode):
         p("task", "", "task text of each episode (overrides the contract's fixed task when set)")
         p("episode_time_s", 60.0, "episode length [s] (> 0)")
         p("reset_time_s", 60.0, "reset period after each episode [s]; 0 = none")
-        p("num_episodes", 50, "episodes a session records (auto_record)", ir=(1, 1_000_000))
+        p("num_episodes", 50, "episodes a session records (auto_record)", range=(1, 1_000_000))
         p("auto_record", False, "on activate, record num_episodes episodes like lerobot-record")
         p("exit_when_done", False, "exit (code 0) once the session is recorded and the dataset finalized")
         p("streams", [""], "record only these features / topics of the contract ([''] = all)")
         p("vcodec", "libsvtav1", "video codec (libsvtav1, libx264, h264, ...)")
-        p("crf", 30, "video quality (lower = better, bigger)", ir=(0, 63))
+        p("crf", 30, "video quality (lower = better, bigger)", range=(0, 63))
         p("preset", "", "encoder preset: svt-av1 0-13, x264 ultrafast..veryslow; '' = writer default")
-        p("encoder_queue_size", 30, "frames each camera encoder may queue before backpressure", ir=(1, 10000))
-        p("latency_margin_s", 0.1, "ticks older than now - margin are settled [s]", fr=(0.0, 10.0))
-        p("rate_tolerance", 0.9, "a stream is below rate under tolerance x expected rate", fr=(0.01, 1.0))
+        p(
+            "encoder_queue_size",
+            30,
+            "frames each camera encoder may queue before backpressure",
+            range=(1, 10000),
+        )
+        p("latency_margin_s", 0.1, "ticks older than now - margin are settled [s]", range=(0.0, 10.0))
+        p("rate_tolerance", 0.9, "a stream is below rate under tolerance x expected rate", range=(0.01, 1.0))
         p(
             "max_ingest_mb",
             512.0,
             "queued message bytes before the oldest are dropped (reported)",
-            fr=(1.0, 1e6),
+            range=(1.0, 1e6),
         )
-        p("status_rate_hz", 1.0, "periodic recorder/status rate [Hz]", fr=(0.1, 50.0))
+        p("status_rate_hz", 1.0, "periodic recorder/status rate [Hz]", range=(0.1, 50.0))
 
     def _read_config(self) -> RecorderNodeConfig:
         g = self.get_parameter
@@ -572,44 +560,24 @@ class _RosLogger:
         self._l.error(str(msg))
 
 
-def _spin(executor) -> None:
-    with until_shutdown():
-        executor.spin()
+def _wait_until_finished(node: RecorderNode, running) -> int:
+    while running() and not node.finished.wait(0.1):
+        pass
+    return node.exit_code or 0
+
+
+def _teardown(node: RecorderNode) -> int:
+    """The safe state: an episode in progress is saved, the dataset finalized."""
+    try:
+        node._teardown()
+    except Exception as exc:
+        node.get_logger().error(f"shutdown: {exc}")
+        return 1
+    return 0
 
 
 def main(args=None) -> int:
-    rclpy.init(args=args)
-    node = RecorderNode()
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    code = 0
-    spinner = None
-    try:
-        with until_shutdown():
-            if node.get_parameter("autostart").value:
-                node.trigger_configure()
-                if node.recorder is None:
-                    node.get_logger().error("autostart: configure failed; exiting")
-                    return 1
-                node.trigger_activate()
-            spinner = threading.Thread(target=_spin, args=(executor,), name="executor")
-            spinner.start()
-            while rclpy.ok() and spinner.is_alive() and not node.finished.wait(0.1):
-                pass
-            code = node.exit_code or 0
-    finally:
-        # the safe state: an episode in progress is saved, the dataset finalized
-        try:
-            node._teardown()
-        except Exception as exc:
-            node.get_logger().error(f"shutdown: {exc}")
-            code = code or 1
-        executor.shutdown(timeout_sec=2.0)
-        if spinner is not None:
-            spinner.join(timeout=5.0)
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return code
+    return run_node(RecorderNode, args, autostart=True, main_loop=_wait_until_finished, on_exit=_teardown)
 
 
 if __name__ == "__main__":

@@ -25,8 +25,8 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from sensor_msgs.msg import Image, JointState
 
-from lerobot_recorder.dds_transport import use_large_image_transport
-from lerobot_recorder.image_conversion import fill_image_msg
+from lerobot_core.dds_transport import use_large_image_transport
+from lerobot_core.image_conversion import fill_image_msg
 
 # Set by --image-qos: "sensor" (best effort, like most camera drivers) or "reliable".
 IMAGE_QOS = qos_profile_sensor_data

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from rosbags.rosbag2 import Reader
 
+from lerobot_core.contract import Contract
 from lerobot_recorder import bag_io
 from lerobot_recorder.bag_export import ExportError, export_episode, main
 from lerobot_recorder.bag_import import import_bags
-from lerobot_recorder.contract import Contract
 from lerobot_recorder.dataset import DatasetReader, DatasetWriter
 
 JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]

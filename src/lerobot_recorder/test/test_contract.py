@@ -6,9 +6,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from lerobot_core.alignment import Aligner
+from lerobot_core.contract import Contract, ContractError
 from lerobot_recorder import bag_io
-from lerobot_recorder.alignment import Aligner
-from lerobot_recorder.contract import Contract, ContractError
 
 CONTRACTS = Path(__file__).resolve().parents[1] / "config" / "contracts"
 SO101 = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
@@ -377,8 +377,8 @@ def test_rclpy_messages_work_like_rosbags_ones():
     sensor_msgs = pytest.importorskip("sensor_msgs.msg", reason="rclpy message packages not importable")
     std_msgs = pytest.importorskip("std_msgs.msg")
     trajectory_msgs = pytest.importorskip("trajectory_msgs.msg")
-    from lerobot_recorder.contract import msgtype_of
-    from lerobot_recorder.image_conversion import encode_compressed, fill_image_msg
+    from lerobot_core.contract import msgtype_of
+    from lerobot_core.image_conversion import encode_compressed, fill_image_msg
 
     js = sensor_msgs.JointState(name=["b", "a"], position=[2.0, 1.0])
     js.header.stamp.sec, js.header.stamp.nanosec = 3, 5

@@ -26,12 +26,12 @@ from rclpy.action import ActionClient
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_srvs.srv import Trigger
 
-from lerobot_bringup.testing import MessageCollector, RosProcess, wait_until
+from lerobot_core.contract import Contract
+from lerobot_core.ros.testing import MessageCollector, RosProcess, wait_until
 from lerobot_msgs.action import RecordEpisode
 from lerobot_msgs.msg import RecorderStatus
 from lerobot_msgs.srv import StartEpisode
 from lerobot_recorder.bag_import import import_bags
-from lerobot_recorder.contract import Contract
 from lerobot_recorder.dataset import DatasetReader
 
 pytestmark = pytest.mark.ros
@@ -345,7 +345,7 @@ def test_bad_configuration_fails_clearly(tmp_path, params, expected):
 # ---------------------------------------------------------------------------------- keyboard tool
 def test_keyboard_control_in_a_terminal(tmp_path, ros_node):
     """lerobot-record-control in a pty (like an SSH session): -> saves early, <- re-records, Esc finalizes."""
-    from lerobot_bringup.ament import find_executable
+    from lerobot_core.ament import find_executable
 
     status = MessageCollector(ros_node, RecorderStatus, "/recorder/status", qos=STATUS_QOS)
     with (
@@ -420,7 +420,7 @@ def test_contract_parameter_accepts_installed_names():
 
 def test_record_sim_so101_profile_records_and_exits(tmp_path):
     """The README's main job: `lerobot-launch record_sim_so101` records N short episodes, then exits 0."""
-    from lerobot_bringup.ament import find_executable
+    from lerobot_core.ament import find_executable
 
     try:
         find_executable("lerobot_sim", "sim")

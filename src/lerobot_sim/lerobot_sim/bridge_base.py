@@ -21,32 +21,30 @@ import numpy as np
 import rclpy
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.clock import Clock, ClockType
 from rclpy.event_handler import PublisherEventCallbacks
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import Float64MultiArray
 
-from lerobot_bringup.shutdown import until_shutdown
+from lerobot_core.dds_transport import use_large_image_transport
+from lerobot_core.image_conversion import fill_image_msg
+from lerobot_core.ros import qos
+from lerobot_core.ros.node import run_node as _run_node
+from lerobot_core.ros.params import declare
 from lerobot_msgs.msg import EpisodeInfo
 from lerobot_msgs.srv import ResetSim
-from lerobot_recorder.dds_transport import use_large_image_transport
-from lerobot_recorder.image_conversion import fill_image_msg
 from lerobot_sim.lockstep import LockstepCommandLoop
 from lerobot_sim.session import SimSession, StepResult, camera_images, make_env
 
 MODES = ("lockstep", "realtime")
 # Reliable on purpose: in lockstep every observation is awaited by the evaluator; a reliable publisher
 # still serves best-effort subscribers.
-QOS_STATE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-QOS_IMAGE = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
-QOS_COMMAND = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-QOS_LATCHED = QoSProfile(
-    depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
-)
+QOS_STATE = qos.RELIABLE
+QOS_IMAGE = qos.IMAGES
+QOS_COMMAND = qos.RELIABLE
+QOS_LATCHED = qos.LATCHED
 
 
 @dataclass(frozen=True)
@@ -135,10 +133,8 @@ class SimBridgeNode(LifecycleNode):
         )
 
     # ------------------------------------------------------------------ parameters
-    def _declare(self, name: str, default, description: str, read_only: bool = True):
-        self.declare_parameter(
-            name, default, ParameterDescriptor(description=description, read_only=read_only)
-        )
+    def _declare(self, name: str, default, description: str) -> None:
+        declare(self, name, default, description)
 
     def _declare_common(self) -> None:
         self._declare(
@@ -498,30 +494,37 @@ class SimBridgeNode(LifecycleNode):
         self._pubs["diagnostics"].publish(msg)
 
 
-def run_node(node_cls, args=None) -> None:
-    """main() body shared by the sim executables: autostart handling and a clean shutdown on Ctrl-C."""
-    use_large_image_transport()  # camera images over shared memory (before rclpy.init)
-    rclpy.init(args=args)
+def _make_node(node_cls) -> SimBridgeNode:
     node = node_cls()
     # mode is read-only: lockstep nodes take their commands on a wait set of their own (docs/sim.md, 7)
-    loop = node.lockstep_loop() if node.get_parameter("mode").value == "lockstep" else None
-    try:
-        with until_shutdown():
-            if node.get_parameter("autostart").value:
-                if node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
-                    raise SystemExit(1)
-                if node.trigger_activate() != TransitionCallbackReturn.SUCCESS:
-                    raise SystemExit(1)
-            if loop is not None:
-                # what exists now (modules, the env, message types) lives as long as the process: keep
-                # it out of the full collections that message churn triggers every few hundred steps
-                gc.freeze()
-                loop.spin()
-            else:
-                rclpy.spin(node)
-    finally:
-        node._active = False
-        node._hold_current()
-        node._cleanup()
-        node.destroy_node()
-        rclpy.try_shutdown()
+    if node.get_parameter("mode").value == "lockstep":
+        node.lockstep_loop()
+    return node
+
+
+def _spin(node: SimBridgeNode) -> None:
+    if node._command_loop is None:
+        rclpy.spin(node)
+        return
+    # what exists now (modules, the env, message types) lives as long as the process: keep it out of
+    # the full collections that message churn triggers every few hundred steps
+    gc.freeze()
+    node._command_loop.spin()
+
+
+def _safe_state(node: SimBridgeNode) -> None:
+    node._active = False
+    node._hold_current()
+    node._cleanup()
+
+
+def run_node(node_cls, args=None) -> int:
+    """main() of the sim executables: autostart, lockstep or plain spin, hold and clean up on exit."""
+    return _run_node(
+        lambda: _make_node(node_cls),
+        args,
+        before_init=use_large_image_transport,  # camera images over shared memory (before rclpy.init)
+        autostart=True,
+        spin=_spin,
+        on_exit=_safe_state,
+    )

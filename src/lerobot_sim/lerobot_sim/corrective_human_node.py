@@ -12,14 +12,13 @@ from start to end (demonstrations recorded through the same graph and contract).
 from __future__ import annotations
 
 import numpy as np
-import rclpy
 from geometry_msgs.msg import PoseStamped
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
-from lerobot_bringup.shutdown import spin_until_shutdown
+from lerobot_core.ros.node import run_node
 from lerobot_msgs.msg import ControlStatus, EpisodeInfo
 from lerobot_msgs.srv import ArbiterCommand
 from lerobot_sim.bridge_base import QOS_STATE
@@ -150,8 +149,7 @@ class CorrectiveHumanNode(Node):
 
 
 def main(args=None) -> int:
-    rclpy.init(args=args)
-    return spin_until_shutdown(CorrectiveHumanNode())
+    return run_node(CorrectiveHumanNode, args, errors=(ValueError,), error_prefix="corrective_human: error")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ import json
 import math
 import os
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
@@ -69,24 +68,33 @@ class RandomPolicy:
 
 
 class CheckpointPolicy:
-    """A LeRobot checkpoint through lerobot_policy_node's runtime, executing n_action_steps per chunk."""
+    """A LeRobot checkpoint through lerobot_policy_node's action path (history, chunk scheduling),
+    the one the policy node runs, in lockstep: one observation and one action per env step."""
 
-    def __init__(self, path: str, device: str = "cpu"):
+    def __init__(self, path: str, device: str = "cpu", fps: float = 30.0, policy=None):
+        """policy: the runtime policy of `path` when already built (default: `load_policy(path)`)."""
         try:
-            from lerobot_policy_node.runtime import load_policy
+            from lerobot_policy_node.action_path import ActionPath, scheduler_config
+            from lerobot_policy_node.runtime import PolicyLoadError, load_policy
         except ImportError as exc:
             raise EvaluationError(
                 f"--policy {path}: loading checkpoints needs lerobot_policy_node.runtime, not importable ({exc})"
             ) from exc
-        self.policy = load_policy(path, device=device)
-        self.config = self.policy.config
-        self._queue: deque[np.ndarray] = deque()
+        try:
+            policy = policy or load_policy(path, device=device)
+        except PolicyLoadError as exc:
+            raise EvaluationError(f"--policy {path}: {exc}") from exc
+        self.config = policy.config
+        # refill only when empty, as LeRobot's select_action does
+        self.path = ActionPath(policy, scheduler_config(self.config, fps, refill_threshold=0.0), self._batch)
 
     def reset(self, seed: int | None) -> None:
-        self._queue.clear()
-        self.policy.reset()
+        self.path.reset()
 
     def _batch(self, observation: dict[str, Any]) -> dict[str, Any]:
+        """One env observation as (1, ...) policy inputs: images HWC uint8 -> CHW float in [0, 1]."""
+        from lerobot_policy_node.observation import rgb_to_chw_float
+
         batch: dict[str, Any] = {}
         for name in self.config.input_features:
             if name not in observation:
@@ -95,20 +103,12 @@ class CheckpointPolicy:
                 )
             value = np.asarray(observation[name])
             if name in self.config.image_features and value.ndim == 3 and value.dtype == np.uint8:
-                value = value.transpose(2, 0, 1).astype(np.float32) / 255.0  # HWC uint8 -> CHW [0, 1]
-            batch[name] = value.astype(np.float32)
+                value = rgb_to_chw_float(value, self.config.image_features[name])
+            batch[name] = value.astype(np.float32)[None]
         return batch
 
     def select_action(self, observation: dict[str, Any]) -> np.ndarray:
-        history = int(self.config.n_obs_steps) > 1
-        if history:  # e.g. diffusion: one observation per env step, as LeRobot's queues get them
-            self.policy.observe(self._batch(observation))
-        if not self._queue:
-            chunk = self.policy.predict_action_chunk(None if history else self._batch(observation))
-            chunk = np.asarray(chunk)[0]
-            steps = max(1, min(int(self.config.n_action_steps), chunk.shape[0]))
-            self._queue.extend(chunk[:steps].astype(np.float64))
-        return self._queue.popleft()
+        return self.path.step(observation)
 
 
 def make_policy(spec: str, action_space=None, fps: int = 30) -> Policy:
@@ -119,7 +119,7 @@ def make_policy(spec: str, action_space=None, fps: int = 30) -> Policy:
             raise EvaluationError("--policy random needs the environment's action space")
         return RandomPolicy(action_space)
     if os.path.isdir(spec):
-        return CheckpointPolicy(spec)
+        return CheckpointPolicy(spec, fps=fps)
     raise EvaluationError(f"--policy {spec!r}: expected a checkpoint directory, 'scripted' or 'random'")
 
 

@@ -8,14 +8,14 @@ Feedback after every step; cancel stops after the current step.
 from __future__ import annotations
 
 import threading
+from functools import partial
 
-import rclpy
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 
-from lerobot_bringup.shutdown import spin_until_shutdown
+from lerobot_core.ros.node import run_node
 from lerobot_msgs.action import EvaluatePolicy
 from lerobot_msgs.msg import EpisodeMetrics
 from lerobot_sim.evaluation import (
@@ -117,13 +117,9 @@ class EvaluatorNode(Node):
         return result
 
 
-def main(args=None) -> None:
-    rclpy.init(args=args)
-    node = EvaluatorNode()
-    executor = MultiThreadedExecutor(num_threads=2)
-    executor.add_node(node)
-    spin_until_shutdown(node, executor=executor)
+def main(args=None) -> int:
+    return run_node(EvaluatorNode, args, executor=partial(MultiThreadedExecutor, num_threads=2))
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

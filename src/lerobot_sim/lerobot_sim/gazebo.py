@@ -10,6 +10,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
+from lerobot_core.topics import camera_info_topic, camera_topic
 from lerobot_sim.so101_model import JOINT_NAMES
 
 MODEL_NAME = "so101"
@@ -41,7 +42,7 @@ def bridge_entries(cameras: tuple[str, ...] = ("front", "wrist")) -> list[Bridge
     for cam in cameras:
         out.append(
             BridgeEntry(
-                f"cameras/{cam}/image_raw",
+                camera_topic(cam),
                 f"/{GZ_PREFIX}/cameras/{cam}/image",
                 "sensor_msgs/msg/Image",
                 "gz.msgs.Image",
@@ -50,7 +51,7 @@ def bridge_entries(cameras: tuple[str, ...] = ("front", "wrist")) -> list[Bridge
         )
         out.append(
             BridgeEntry(
-                f"cameras/{cam}/camera_info",
+                camera_info_topic(cam),
                 f"/{GZ_PREFIX}/cameras/{cam}/camera_info",
                 "sensor_msgs/msg/CameraInfo",
                 "gz.msgs.CameraInfo",

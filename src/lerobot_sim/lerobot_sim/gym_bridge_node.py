@@ -57,9 +57,9 @@ class GymBridgeNode(SimBridgeNode):
         return self._last_action
 
 
-def main(args=None) -> None:
-    run_node(GymBridgeNode, args)
+def main(args=None) -> int:
+    return run_node(GymBridgeNode, args)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -12,14 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import rclpy
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64, Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
-from lerobot_bringup.shutdown import until_shutdown
+from lerobot_core.ros.node import run_node
+from lerobot_core.ros.params import declare
 from lerobot_sim.bridge_base import QOS_COMMAND, QOS_STATE
 from lerobot_sim.command import (
     CommandError,
@@ -42,18 +41,10 @@ class RelayConfig:
 class GzCommandRelayNode(LifecycleNode):
     def __init__(self, **kwargs):
         super().__init__("gz_command_relay", **kwargs)
-        d = ParameterDescriptor
-        self.declare_parameter("rate_hz", 50.0, d(description="target publish rate [Hz]", read_only=True))
-        self.declare_parameter(
-            "max_joint_velocity", 4.7, d(description="bound on target change [rad/s]", read_only=True)
-        )
-        self.declare_parameter(
-            "autostart", False, d(description="configure and activate at start", read_only=True)
-        )
         self.cfg = RelayConfig(
-            float(self.get_parameter("rate_hz").value),
-            float(self.get_parameter("max_joint_velocity").value),
-            bool(self.get_parameter("autostart").value),
+            declare(self, "rate_hz", 50.0, "target publish rate [Hz]"),
+            declare(self, "max_joint_velocity", 4.7, "bound on target change [rad/s]"),
+            declare(self, "autostart", False, "configure and activate at start"),
         )
         lim = JointLimits.so101()
         self.safety = SafetyLimits(lim.lower, lim.upper, self.cfg.max_joint_velocity / self.cfg.rate_hz)
@@ -153,19 +144,9 @@ class GzCommandRelayNode(LifecycleNode):
             self._pubs[joint].publish(Float64(data=float(value)))
 
 
-def main(args=None) -> None:
-    rclpy.init(args=args)
-    node = GzCommandRelayNode()
-    try:
-        with until_shutdown():
-            if node.cfg.autostart:
-                node.trigger_configure()
-                node.trigger_activate()
-            rclpy.spin(node)
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+def main(args=None) -> int:
+    return run_node(GzCommandRelayNode, args, autostart=True)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

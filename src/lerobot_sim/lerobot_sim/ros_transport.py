@@ -29,21 +29,14 @@ from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray
 
+from lerobot_core.ament import find_executable
+from lerobot_core.image_conversion import image_msg_to_rgb
+from lerobot_core.topics import camera_topic
 from lerobot_msgs.msg import EpisodeInfo
 from lerobot_msgs.srv import ResetSim
-from lerobot_recorder.image_conversion import image_msg_to_rgb
 from lerobot_sim.bridge_base import QOS_COMMAND, QOS_IMAGE, QOS_STATE
 from lerobot_sim.evaluation import SimUnavailableError
 from lerobot_sim.session import EpisodeState
-
-
-def find_executable(package: str, executable: str) -> str:
-    from ament_index_python.packages import get_package_prefix
-
-    path = os.path.join(get_package_prefix(package), "lib", package, executable)
-    if not os.access(path, os.X_OK):
-        raise FileNotFoundError(f"{package}/{executable} is not installed at {path}: build the workspace")
-    return path
 
 
 class SimProcess:
@@ -53,7 +46,7 @@ class SimProcess:
         self, executable: str, parameters: dict[str, Any], node_name: str = "sim", namespace: str = ""
     ):
         self.command = [
-            find_executable("lerobot_sim", executable),
+            str(find_executable("lerobot_sim", executable)),
             "--ros-args",
             "-r",
             f"__node:={node_name}",
@@ -169,7 +162,7 @@ class RosSimTransport:
             (JointState, "joint_states", self._joints),
         ]
         # reliable images: lockstep needs every one (a best-effort reader loses large fragmented ones)
-        tables += [(Image, f"cameras/{cam}/image_raw", self._images[cam]) for cam in self.cameras]
+        tables += [(Image, camera_topic(cam), self._images[cam]) for cam in self.cameras]
         if self._cube is not None:
             tables.append((PoseStamped, "sim/cube_pose", self._cube))
         self._subs = []

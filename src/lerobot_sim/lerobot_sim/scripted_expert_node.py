@@ -10,15 +10,14 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import rclpy
 from geometry_msgs.msg import PoseStamped
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from lerobot_bringup.shutdown import spin_until_shutdown
+from lerobot_core.ros import qos
+from lerobot_core.ros.node import run_node
+from lerobot_core.ros.params import declare
 from lerobot_msgs.msg import EpisodeInfo
 from lerobot_sim.bridge_base import QOS_COMMAND, QOS_STATE
 from lerobot_sim.expert import ScriptedExpert
@@ -28,10 +27,9 @@ from lerobot_sim.so101_model import JOINT_NAMES
 class ScriptedExpertNode(Node):
     def __init__(self, **kwargs):
         super().__init__("scripted_expert", **kwargs)
-        self.declare_parameter(
-            "fps", 30.0, ParameterDescriptor(description="control rate of the sim [Hz]", read_only=True)
+        self.expert = ScriptedExpert(
+            fps=int(round(declare(self, "fps", 30.0, "control rate of the sim [Hz]")))
         )
-        self.expert = ScriptedExpert(fps=int(round(self.get_parameter("fps").value)))
         self._episode = None
         self._reported = None
         self._cube: np.ndarray | None = None
@@ -43,8 +41,7 @@ class ScriptedExpertNode(Node):
         self.create_subscription(PoseStamped, "sim/cube_pose", self._on_cube, QOS_STATE)
         self.create_subscription(EpisodeInfo, "sim/episode_info", self._on_info, QOS_STATE)
         # depth 1: after a slow answer only the newest observation counts (no backlog of stale ones)
-        latest = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
-        self.create_subscription(JointState, "joint_states", self._on_joints, latest)
+        self.create_subscription(JointState, "joint_states", self._on_joints, qos.LATEST)
 
     def _on_cube(self, msg: PoseStamped) -> None:
         p, o = msg.pose.position, msg.pose.orientation
@@ -77,10 +74,9 @@ class ScriptedExpertNode(Node):
         self._pub.publish(Float64MultiArray(data=action.tolist()))
 
 
-def main(args=None) -> None:
-    rclpy.init(args=args)
-    spin_until_shutdown(ScriptedExpertNode())
+def main(args=None) -> int:
+    return run_node(ScriptedExpertNode, args)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -13,7 +13,6 @@ import time
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped
-from rcl_interfaces.msg import ParameterDescriptor
 from sensor_msgs.msg import CameraInfo, JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
@@ -31,7 +30,7 @@ from lerobot_sim.session import StepResult
 from lerobot_sim.so101_model import JOINT_NAMES, JointLimits, to_lerobot_units
 
 try:  # velocity limits of the real servos bound the change per step
-    from lerobot_drivers.robots import get_robot_spec
+    from lerobot_core.robots import get_robot_spec
 
     _VELOCITY = min(get_robot_spec("so101_follower").limits[n].velocity for n in JOINT_NAMES)
 except Exception:
@@ -47,11 +46,7 @@ class SimNode(SimBridgeNode):
         self._safety: SafetyLimits | None = None
 
     def _declare_extra(self) -> None:
-        def declare(name, default, description):
-            self.declare_parameter(
-                name, default, ParameterDescriptor(description=description, read_only=True)
-            )
-
+        declare = self._declare
         declare("cameras", ["front", "wrist"], "rendered cameras (front, wrist); [''] for none")
         declare("image_width", 320, "rendered image width [px]")
         declare("image_height", 240, "rendered image height [px]")
@@ -182,9 +177,9 @@ class SimNode(SimBridgeNode):
         return info
 
 
-def main(args=None) -> None:
-    run_node(SimNode, args)
+def main(args=None) -> int:
+    return run_node(SimNode, args)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

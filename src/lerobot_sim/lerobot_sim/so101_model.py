@@ -2,7 +2,7 @@
 
 The numbers here are the single source for the sim: the MJCF in ``mjcf/so101_cube.xml`` implements
 them and ``test_so101_model.py`` checks that it does. docs/sim.md lists them for reconciling with the
-project's URDF and ``lerobot_drivers.robots``.
+project's URDF and ``lerobot_core.robots``.
 """
 
 from __future__ import annotations
@@ -10,20 +10,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from lerobot_drivers.robots import get_robot_spec
+from lerobot_core import units
+from lerobot_core.robots import get_robot_spec
 
-JOINT_NAMES: tuple[str, ...] = (
-    "shoulder_pan",
-    "shoulder_lift",
-    "elbow_flex",
-    "wrist_flex",
-    "wrist_roll",
-    "gripper",
-)
-
-# (lower, upper) in radians: the so101_follower spec of lerobot_drivers.robots (same as the URDF's),
-# which the MJCF's joint ranges repeat (checked by test_so101_model.py).
+# Joint names and (lower, upper) in radians: the so101_follower spec of lerobot_core.robots (same as the
+# URDF's), which the MJCF's joint ranges repeat (checked by test_so101_model.py).
 _SPEC = get_robot_spec("so101_follower")
+JOINT_NAMES: tuple[str, ...] = _SPEC.joint_names
 JOINT_LIMITS: dict[str, tuple[float, float]] = {
     name: (_SPEC.limits[name].lower, _SPEC.limits[name].upper) for name in JOINT_NAMES
 }
@@ -70,10 +63,10 @@ def to_lerobot_units(positions_rad) -> list[float]:
     out = []
     for name, q in zip(JOINT_NAMES, positions_rad, strict=True):
         lower, upper = JOINT_LIMITS[name]
-        if name == "gripper":
-            out.append(100.0 * (float(q) - lower) / (upper - lower))
-        else:
-            out.append(100.0 * float(q) / max(abs(lower), abs(upper)))
+        mode = _SPEC.motor(name).norm_mode
+        if mode == units.RANGE_M100_100:  # symmetric about 0 rad
+            lower, upper = -max(abs(lower), abs(upper)), max(abs(lower), abs(upper))
+        out.append(units.normalize(float(q), lower, upper, mode))
     return out
 
 

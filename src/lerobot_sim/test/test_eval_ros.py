@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from rclpy.action import ActionClient
 
-from lerobot_bringup.testing import MessageCollector, RosProcess, wait_until
+from lerobot_core.ros.testing import MessageCollector, RosProcess, wait_until
 from lerobot_msgs.action import EvaluatePolicy
 from lerobot_sim.eval_cli import make_transport_factory, resolve_env
 from lerobot_sim.evaluation import EvalSettings, ScriptedPolicy, run_episodes

@@ -135,7 +135,7 @@ def test_launch_file_wires_spawn_bridge_and_relay():
 
 @pytest.mark.ros
 def test_command_relay_turns_robot_commands_into_bounded_per_joint_targets(ros_node):
-    from lerobot_bringup.testing import MessageCollector, RosProcess, wait_until
+    from lerobot_core.ros.testing import MessageCollector, RosProcess, wait_until
 
     outs = {j: MessageCollector(ros_node, Float64, f"/{RELAY_PREFIX}/{j}") for j in JOINT_NAMES}
     state = ros_node.create_publisher(JointState, "/joint_states", 10)
@@ -172,7 +172,7 @@ def test_command_relay_turns_robot_commands_into_bounded_per_joint_targets(ros_n
 def test_gazebo_runtime_publishes_the_robot_topics(ros_node):  # pragma: no cover - needs Gazebo
     from sensor_msgs.msg import Image
 
-    from lerobot_bringup.testing import MessageCollector
+    from lerobot_core.ros.testing import MessageCollector
 
     js = MessageCollector(ros_node, JointState, "/joint_states")
     img = MessageCollector(ros_node, Image, "/cameras/front/image_raw")

@@ -11,7 +11,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray
 
-from lerobot_bringup.testing import MessageCollector, RosProcess, wait_until
+from lerobot_core.ros.testing import MessageCollector, RosProcess, wait_until
 from lerobot_msgs.msg import EpisodeInfo
 from lerobot_msgs.srv import ResetSim
 

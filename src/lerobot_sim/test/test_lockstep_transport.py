@@ -1,56 +1,11 @@
-"""The lockstep fast paths: the large-image DDS profile, topics nobody reads, the executor-free client."""
+"""The lockstep fast paths: topics nobody reads, the executor-free client, large images over ROS."""
 
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from lerobot_recorder.dds_transport import LARGE_IMAGE_PROFILE, large_image_transport_profile
-
-CONFIG = Path(__file__).resolve().parents[2] / "lerobot_recorder" / "config" / LARGE_IMAGE_PROFILE
-LOCAL = {"ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST", "RMW_IMPLEMENTATION": "rmw_fastrtps_cpp"}
-
-
-@pytest.mark.parametrize(
-    "environ",
-    [
-        {**LOCAL, "FASTDDS_DEFAULT_PROFILES_FILE": "/somewhere/mine.xml"},  # the user's own profile wins
-        {**LOCAL, "ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET"},  # the stack was asked to leave the host
-        {"RMW_IMPLEMENTATION": "rmw_fastrtps_cpp"},  # no range given: ROS's default is SUBNET
-        {**LOCAL, "RMW_IMPLEMENTATION": "rmw_cyclonedds_cpp"},  # not Fast DDS
-    ],
-)
-def test_large_image_profile_is_left_out(environ):
-    assert large_image_transport_profile(environ) is None
-
-
-def test_large_image_profile_is_used_on_a_localhost_fast_dds_stack():
-    path = large_image_transport_profile(dict(LOCAL))
-    assert path is not None and Path(path).name == LARGE_IMAGE_PROFILE
-    assert large_image_transport_profile({"ROS_AUTOMATIC_DISCOVERY_RANGE": "localhost"}) == path
-
-
-def test_large_image_profile_keeps_dds_on_this_host():
-    ns = {"d": "http://www.eprosima.com"}
-    root = ET.parse(CONFIG).getroot()
-    transports = {
-        t.findtext("d:transport_id", namespaces=ns): t for t in root.iterfind(".//d:transport_descriptor", ns)
-    }
-    participant = root.find("d:participant", ns)
-    assert participant.get("is_default_profile") == "true"
-    rtps = participant.find("d:rtps", ns)
-    assert rtps.findtext("d:useBuiltinTransports", namespaces=ns).strip() == "false"
-    used = [t.text for t in rtps.iterfind("d:userTransports/d:transport_id", ns)]
-    assert sorted(used) == sorted(transports)
-    kinds = {}
-    for tid in used:
-        kind = transports[tid].findtext("d:type", namespaces=ns)
-        kinds[kind] = transports[tid]
-    assert set(kinds) == {"SHM", "UDPv4"}
-    assert int(kinds["SHM"].findtext("d:segment_size", namespaces=ns)) >= 2 * 480 * 640 * 3 * 4
-    whitelist = [a.text for a in kinds["UDPv4"].iterfind("d:interfaceWhiteList/d:address", ns)]
-    assert whitelist == ["127.0.0.1"]
+from lerobot_core.dds_transport import large_image_transport_profile
 
 
 class _CountingPublisher:

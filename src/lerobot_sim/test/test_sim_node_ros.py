@@ -9,8 +9,8 @@ from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from lerobot_bringup.testing import MessageCollector, RosProcess, wait_until
-from lerobot_drivers.robots import get_robot_spec
+from lerobot_core.robots import get_robot_spec
+from lerobot_core.ros.testing import MessageCollector, RosProcess, wait_until
 from lerobot_msgs.msg import EpisodeInfo
 from lerobot_msgs.srv import ResetSim
 from lerobot_sim.so101_model import JOINT_NAMES

@@ -8,7 +8,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from lerobot_drivers.robots import get_robot_spec
+from lerobot_core.robots import get_robot_spec
 from lerobot_sim.so101_model import (
     JOINT_LIMITS,
     JOINT_NAMES,

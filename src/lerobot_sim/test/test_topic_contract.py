@@ -2,7 +2,7 @@
 
 import pytest
 
-from lerobot_bringup.testing import RosProcess, wait_until
+from lerobot_core.ros.testing import RosProcess, wait_until
 
 pytestmark = pytest.mark.ros
 

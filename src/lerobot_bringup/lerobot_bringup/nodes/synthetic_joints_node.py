@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 
-import rclpy
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
-from lerobot_bringup.shutdown import spin_until_shutdown
+from lerobot_core.robots import SO_JOINTS
+from lerobot_core.ros import qos
+from lerobot_core.ros.node import run_node
+from lerobot_core.ros.params import declare
 
-SO101_JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
+SO101_JOINTS = list(SO_JOINTS)  # a parameter default must be a list
 
 
 @dataclass(frozen=True)
@@ -35,43 +36,24 @@ def joint_positions(t: float, n: int, amplitude: float, period: float) -> list[f
 
 
 class SyntheticJointsNode(Node):
-    def __init__(self) -> None:
-        super().__init__("synthetic_joints")
-        self.declare_parameter(
-            "joint_names",
-            SO101_JOINTS,
-            ParameterDescriptor(description="joint names, in publish order", read_only=True),
-        )
-        self.declare_parameter(
-            "rate_hz",
-            50.0,
-            ParameterDescriptor(
-                description="publish rate [Hz]",
-                floating_point_range=[FloatingPointRange(from_value=0.1, to_value=2000.0)],
-                read_only=True,
-            ),
-        )
-        self.declare_parameter("amplitude_rad", 0.5, ParameterDescriptor(description="sine amplitude [rad]"))
-        self.declare_parameter("period_s", 4.0, ParameterDescriptor(description="sine period [s]"))
-        self.declare_parameter(
-            "count",
-            0,
-            ParameterDescriptor(
-                description="messages to publish before exiting; 0 = forever",
-                integer_range=[IntegerRange(from_value=0, to_value=2**31 - 1, step=1)],
-            ),
-        )
+    def __init__(self, **kwargs) -> None:
+        super().__init__("synthetic_joints", **kwargs)
+        p = partial(declare, self)
         self.cfg = SyntheticJointsConfig(
-            joint_names=tuple(self.get_parameter("joint_names").value),
-            rate_hz=float(self.get_parameter("rate_hz").value),
-            amplitude_rad=float(self.get_parameter("amplitude_rad").value),
-            period_s=float(self.get_parameter("period_s").value),
-            count=int(self.get_parameter("count").value),
+            joint_names=tuple(p("joint_names", SO101_JOINTS, "joint names, in publish order")),
+            rate_hz=p("rate_hz", 50.0, "publish rate [Hz]", range=(0.1, 2000.0)),
+            amplitude_rad=p("amplitude_rad", 0.5, "sine amplitude [rad]", read_only=False),
+            period_s=p("period_s", 4.0, "sine period [s]", read_only=False),
+            count=p(
+                "count",
+                0,
+                "messages to publish before exiting; 0 = forever",
+                read_only=False,
+                range=(0, 2**31 - 1),
+            ),
         )
         # commands and states: reliable, shallow; a late subscriber does not need history
-        self.pub = self.create_publisher(
-            JointState, "joint_states", QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-        )
+        self.pub = self.create_publisher(JointState, "joint_states", qos.RELIABLE)
         self.sent = 0
         self.t0 = self.get_clock().now()
         self.timer = self.create_timer(1.0 / self.cfg.rate_hz, self._tick)
@@ -100,11 +82,7 @@ class SyntheticJointsNode(Node):
 
 
 def main(args=None) -> int:
-    rclpy.init(args=args)
-    try:
-        return spin_until_shutdown(SyntheticJointsNode())
-    except SystemExit as e:  # raised by the timer after `count` messages, once cleaned up
-        return int(e.code or 0)
+    return run_node(SyntheticJointsNode, args)  # the timer's SystemExit after `count` messages: exit 0
 
 
 if __name__ == "__main__":

@@ -11,14 +11,14 @@ import importlib
 import json
 import time
 from dataclasses import dataclass
+from functools import partial
 
-import rclpy
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
-from rclpy.qos import qos_profile_sensor_data
 
-from lerobot_bringup.rate import RateMeter
-from lerobot_bringup.shutdown import until_shutdown
+from lerobot_core.rate import RateMeter
+from lerobot_core.ros import qos
+from lerobot_core.ros.node import run_node
+from lerobot_core.ros.params import declare
 
 
 @dataclass(frozen=True)
@@ -45,29 +45,20 @@ def import_message_type(name: str):
 
 
 class TopicMonitorNode(Node):
-    def __init__(self) -> None:
-        super().__init__("topic_monitor")
-        d = ParameterDescriptor
-        self.declare_parameter("topics", ["joint_states"], d(description="topics to watch", read_only=True))
-        self.declare_parameter(
-            "types", ["sensor_msgs/msg/JointState"], d(description="message type per topic", read_only=True)
-        )
-        self.declare_parameter("report_period_s", 1.0, d(description="seconds between log reports [s]"))
-        self.declare_parameter(
-            "expect_count", 0, d(description="exit 0 once each topic got this many; 0 = run forever")
-        )
-        self.declare_parameter(
-            "timeout_s", 0.0, d(description="with expect_count: give up after this long [s]; 0 = never")
-        )
-        self.declare_parameter("summary_file", "", d(description="write a JSON summary here on exit"))
-        g = self.get_parameter
+    def __init__(self, **kwargs) -> None:
+        super().__init__("topic_monitor", **kwargs)
+        p = partial(declare, self)
         self.cfg = MonitorConfig(
-            topics=tuple(g("topics").value),
-            types=tuple(g("types").value),
-            report_period_s=float(g("report_period_s").value),
-            expect_count=int(g("expect_count").value),
-            timeout_s=float(g("timeout_s").value),
-            summary_file=str(g("summary_file").value),
+            topics=tuple(p("topics", ["joint_states"], "topics to watch")),
+            types=tuple(p("types", ["sensor_msgs/msg/JointState"], "message type per topic")),
+            report_period_s=p("report_period_s", 1.0, "seconds between log reports [s]", read_only=False),
+            expect_count=p(
+                "expect_count", 0, "exit 0 once each topic got this many; 0 = run forever", read_only=False
+            ),
+            timeout_s=p(
+                "timeout_s", 0.0, "with expect_count: give up after this long [s]; 0 = never", read_only=False
+            ),
+            summary_file=p("summary_file", "", "write a JSON summary here on exit", read_only=False),
         )
         if len(self.cfg.types) not in (1, len(self.cfg.topics)):
             raise ValueError(
@@ -82,9 +73,7 @@ class TopicMonitorNode(Node):
         self.latest: dict[str, object] = {}
         for topic, tname in zip(self.cfg.topics, types, strict=True):
             msg_type = import_message_type(tname)
-            sub = self.create_subscription(
-                msg_type, topic, lambda m, t=topic: self._on_msg(t, m), qos_profile_sensor_data
-            )
+            sub = self.create_subscription(msg_type, topic, lambda m, t=topic: self._on_msg(t, m), qos.SENSOR)
             self.meters[sub.topic_name] = RateMeter()
         self.t0 = time.monotonic()
         self.create_timer(self.cfg.report_period_s, self._report)
@@ -122,21 +111,20 @@ class TopicMonitorNode(Node):
         }
 
 
+def _wait_for_verdict(node: TopicMonitorNode, running) -> int:
+    while running() and node.exit_code is None:
+        time.sleep(0.1)
+    return node.exit_code or 0
+
+
+def _write_summary(node: TopicMonitorNode) -> None:
+    if node.cfg.summary_file:
+        with open(node.cfg.summary_file, "w") as f:
+            json.dump(node.summary(), f, indent=1)
+
+
 def main(args=None) -> int:
-    rclpy.init(args=args)
-    node = TopicMonitorNode()
-    try:
-        with until_shutdown():
-            while rclpy.ok() and node.exit_code is None:
-                rclpy.spin_once(node, timeout_sec=0.1)
-    finally:
-        if node.cfg.summary_file:
-            with open(node.cfg.summary_file, "w") as f:
-                json.dump(node.summary(), f, indent=1)
-        code = node.exit_code or 0
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return code
+    return run_node(TopicMonitorNode, args, main_loop=_wait_for_verdict, on_exit=_write_summary)
 
 
 if __name__ == "__main__":

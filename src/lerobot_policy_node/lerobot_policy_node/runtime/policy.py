@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +33,7 @@ from .checkpoint import (
 from .errors import ObservationError, PolicyLoadError, UnsupportedPolicyError
 
 NATIVE_TYPES = ("act", "diffusion")
+QUEUE_TYPES = ("diffusion", "vqbet")  # lerobot policies whose predict_action_chunk reads their queues
 ACTION = "action"
 
 
@@ -124,21 +124,17 @@ def read_policy_config(path: str | Path) -> tuple[Path, PolicyConfig]:
 
 
 class _PolicyBase:
-    """Input validation and the observation history shared by the native policies.
+    """Input validation shared by the policies, which keep no state between calls.
 
-    A policy keeps the last `n_obs_steps` normalized observations (`observe`), filling the history
-    with copies of the first observation after `reset()`, as LeRobot's policy queues do. Inputs to
-    `observe` / `predict_action_chunk` are numpy arrays or tensors per feature name:
-    `(B, *shape)` or unbatched `shape` for one observation, or `(B, n_obs_steps, *shape)` for a
-    whole history (oldest first).
+    `predict_action_chunk` takes numpy arrays or tensors per feature name: a whole history
+    `(B, n_obs_steps, *shape)`, oldest first (what `action_path.ObservationHistory` stacks), or one
+    observation `(B, *shape)` / unbatched `shape`, which stands for that observation repeated
+    n_obs_steps times (what a fresh LeRobot policy does on the first step of an episode).
     """
 
     config: PolicyConfig
     device: torch.device
     pre: Pipeline
-
-    def _init_history(self) -> None:
-        self._history: deque[dict[str, torch.Tensor]] = deque(maxlen=max(1, self.config.n_obs_steps))
 
     def _convert(
         self, batch: Mapping[str, Any], rename_map: Mapping[str, str]
@@ -187,50 +183,18 @@ class _PolicyBase:
             )
         return out, any(history.values())
 
-    def _to_tensors(self, batch: Mapping[str, Any], rename_map: Mapping[str, str]) -> dict[str, torch.Tensor]:
+    def _history(self, batch: Mapping[str, Any], rename_map: Mapping[str, str]) -> dict[str, torch.Tensor]:
+        """(B, n_obs_steps, ...) float tensors on the device; one observation is repeated to fill."""
         obs, is_hist = self._convert(batch, rename_map)
-        return {k: v[:, -1] for k, v in obs.items()} if is_hist else obs
+        if is_hist:
+            return obs
+        n_obs = max(1, self.config.n_obs_steps)
+        return {k: torch.stack([v] * n_obs, dim=1) for k, v in obs.items()}
 
-    def _normalize(self, obs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    def _normalized_history(self, batch: Mapping[str, Any]) -> dict[str, torch.Tensor]:
+        obs = self._history(batch, self.pre.rename_map)
         norm = self.pre.normalizer
         return obs if norm is None else {k: norm.normalize(k, v) for k, v in obs.items()}
-
-    def observe(self, batch: Mapping[str, Any]) -> None:
-        """Add one observation (B, *shape) to the history, or replace it by a given (B, n_obs_steps, ...) one."""
-        obs, is_hist = self._convert(batch, self.pre.rename_map)
-        self._push(self._normalize(obs), is_hist)
-
-    def _push(self, obs: dict[str, torch.Tensor], is_hist: bool) -> None:
-        if is_hist:
-            steps = [{k: v[:, i] for k, v in obs.items()} for i in range(self._history.maxlen)]
-            self._history.clear()
-            self._history.extend(steps)
-            return
-        if self._history and self._history.maxlen > 1:
-            have = next(iter(self._history[0].values())).shape[0]
-            new = next(iter(obs.values())).shape[0]
-            if have != new:
-                raise ObservationError(
-                    f"observation batch size {new} differs from the history's {have}: call reset() first"
-                )
-        while len(self._history) < self._history.maxlen - 1:
-            self._history.append(obs)  # the first observation fills the history
-        self._history.append(obs)
-
-    def _stacked_history(self) -> dict[str, torch.Tensor]:
-        if not self._history:
-            raise ObservationError("no observation yet: pass observations or call observe(batch) first")
-        return {k: torch.stack([step[k] for step in self._history], dim=1) for k in self._history[0]}
-
-    def _observations(self, batch: Mapping[str, Any] | None) -> dict[str, torch.Tensor]:
-        """Normalized (B, n_obs_steps, ...) inputs: the given history, or the stored one after observing batch."""
-        if batch is not None:
-            obs, is_hist = self._convert(batch, self.pre.rename_map)
-            obs = self._normalize(obs)
-            if is_hist:
-                return obs
-            self._push(obs, is_hist=False)
-        return self._stacked_history()
 
     def _load_native(
         self, ckpt: Path, config: PolicyConfig, device: str, arch_cls, model_cls, what: str
@@ -238,7 +202,6 @@ class _PolicyBase:
         """Processors, architecture and weights of a native policy; errors name the file and the problem."""
         self.config = config
         self.device = torch.device(device)
-        self._init_history()
         self.pre = read_pipeline(ckpt, PREPROCESSOR_NAME, native=True)
         self.post = read_pipeline(ckpt, POSTPROCESSOR_NAME, native=True)
         try:
@@ -263,8 +226,7 @@ class _PolicyBase:
                 pipe.normalizer.to(self.device)
 
     def reset(self) -> None:
-        """Clear per-episode state: the observation history."""
-        self._history.clear()
+        """Nothing to clear: the observation history is the caller's (`action_path`)."""
 
 
 class NativeACTPolicy(_PolicyBase):
@@ -288,9 +250,9 @@ class NativeACTPolicy(_PolicyBase):
         self._channels_last = enabled
 
     @torch.inference_mode()
-    def predict_action_chunk(self, batch: Mapping[str, Any] | None = None) -> np.ndarray:
-        """(B, chunk_size, action_dim) unnormalized; batch=None predicts from the last observe()."""
-        obs = {k: v[:, -1] for k, v in self._observations(batch).items()}
+    def predict_action_chunk(self, batch: Mapping[str, Any]) -> np.ndarray:
+        """(B, chunk_size, action_dim) unnormalized, from the newest step of the given observations."""
+        obs = {k: v[:, -1] for k, v in self._normalized_history(batch).items()}
         if getattr(self, "_channels_last", False):
             for k in self.model.arch.image_keys:
                 obs[k] = obs[k].contiguous(memory_format=torch.channels_last)
@@ -301,7 +263,7 @@ class NativeACTPolicy(_PolicyBase):
 
 
 class NativeDiffusionPolicy(_PolicyBase):
-    """LeRobot's DiffusionPolicy in plain torch (`runtime.diffusion`), with LeRobot's observation history."""
+    """LeRobot's DiffusionPolicy in plain torch (`runtime.diffusion`)."""
 
     def __init__(self, ckpt: Path, config: PolicyConfig, device: str = "cpu"):
         from .diffusion import DiffusionArch, DiffusionModel
@@ -311,19 +273,18 @@ class NativeDiffusionPolicy(_PolicyBase):
     @torch.inference_mode()
     def predict_action_chunk(
         self,
-        batch: Mapping[str, Any] | None = None,
+        batch: Mapping[str, Any],
         *,
         noise: Any = None,
         generator: torch.Generator | None = None,
     ) -> np.ndarray:
         """(B, n_action_steps, action_dim) unnormalized.
 
-        batch: one observation (observed first, so a fresh policy repeats it n_obs_steps times), a
-        whole (B, n_obs_steps, ...) history (the stored one is left alone), or None (the stored history).
+        batch: a (B, n_obs_steps, ...) history, or one observation (repeated n_obs_steps times).
         noise: optional initial sample (B, horizon, action_dim); DDPM still draws its per-step noise.
         generator: torch.Generator for all draws (default: torch's global generator, as LeRobot).
         """
-        obs = self._observations(batch)
+        obs = self._normalized_history(batch)
         if noise is not None:
             noise = torch.as_tensor(np.asarray(noise) if not isinstance(noise, torch.Tensor) else noise)
         try:
@@ -336,62 +297,65 @@ class NativeDiffusionPolicy(_PolicyBase):
 
 
 class LeRobotBackendPolicy(_PolicyBase):
-    """Any policy type lerobot knows, run through lerobot's own classes and saved processors."""
+    """Any policy type lerobot knows, run through lerobot's own classes and saved processors.
+
+    Stateless like the native policies: lerobot's policies with an observation history (diffusion,
+    vqbet, n_obs_steps > 1) get their queues refilled from the given history on every call. `load()` (called by `load_policy`)
+    imports lerobot and reads the checkpoint; until then the object only validates inputs.
+    """
 
     def __init__(self, ckpt: Path, config: PolicyConfig, device: str = "cpu"):
-        from lerobot.policies.factory import get_policy_class, make_pre_post_processors
-
-        self.config = config
+        self.ckpt = ckpt
+        self.config = PolicyConfig(**{**config.__dict__, "backend": "lerobot"})
         self.device = torch.device(device)
-        cls = get_policy_class(config.type)
-        self.policy = cls.from_pretrained(str(ckpt)).to(self.device).eval()
-        self.policy.config.device = str(self.device)
+        self.policy = None
+
+    def load(self) -> LeRobotBackendPolicy:
+        if self.policy is not None:
+            return self
+        try:
+            from lerobot.policies.factory import get_policy_class, make_pre_post_processors
+        except ImportError as exc:
+            raise UnsupportedPolicyError(
+                f"policy type {self.config.type!r} ({str(self.ckpt / CONFIG_NAME)!r}) needs the lerobot "
+                f"package, which is not importable here ({exc}); natively supported types: "
+                f"{', '.join(NATIVE_TYPES)}"
+            ) from exc
+        policy = get_policy_class(self.config.type).from_pretrained(str(self.ckpt)).to(self.device).eval()
+        policy.config.device = str(self.device)
         self.pre, self.post = make_pre_post_processors(
-            self.policy.config,
-            pretrained_path=str(ckpt),
+            policy.config,
+            pretrained_path=str(self.ckpt),
             preprocessor_overrides={"device_processor": {"device": str(self.device)}},
         )
-        self.config = PolicyConfig(**{**config.__dict__, "backend": "lerobot"})
+        self.policy = policy
+        return self
 
     @torch.inference_mode()
     def predict_action_chunk(self, batch: Mapping[str, Any]) -> np.ndarray:
-        obs, is_hist = self._convert(batch, {})
-        steps = (
-            [{k: v[:, i] for k, v in obs.items()} for i in range(obs[next(iter(obs))].shape[1])]
-            if is_hist
-            else [obs]
-        )
+        obs = self._history(batch, {})
+        steps = [{k: v[:, i] for k, v in obs.items()} for i in range(next(iter(obs.values())).shape[1])]
+        extras = {k: v for k, v in batch.items() if k not in obs and isinstance(v, str | list)}
         for step in steps:
-            for k, v in batch.items():
-                if k not in step and isinstance(v, str | list):
-                    step[k] = v  # e.g. "task" for language-conditioned policies
-        if self.config.type != "diffusion":
+            step.update(extras)  # e.g. "task" for language-conditioned policies
+        self.load()
+        if self.config.type not in QUEUE_TYPES and len(steps) == 1:
             actions = self.policy.predict_action_chunk(self.pre(steps[-1]))
         else:
-            # LeRobot's diffusion predicts from its observation queues, which select_action fills:
+            # these predict from their observation queues, which select_action fills:
             # normalize, stack the cameras into one key, push (the first observation fills the queue)
             from lerobot.policies.utils import populate_queues
 
-            if is_hist:
-                self.policy.reset()
+            self.policy.reset()
+            cams = list(self.policy.config.image_features)
             for step in steps:
                 pre = dict(self.pre(step))
                 pre.pop(ACTION, None)
-                cams = list(self.policy.config.image_features)
                 if cams:
                     pre["observation.images"] = torch.stack([pre[k] for k in cams], dim=-4)
                 self.policy._queues = populate_queues(self.policy._queues, pre)
             actions = self.policy.predict_action_chunk(pre)
         return self.post(actions).to("cpu", torch.float32).numpy()
-
-    def observe(self, batch: Mapping[str, Any]) -> None:
-        raise NotImplementedError(
-            "observe() is implemented by the native policies; with the lerobot backend pass one observation "
-            "per call or a whole (B, n_obs_steps, ...) history to predict_action_chunk"
-        )
-
-    def reset(self) -> None:
-        self.policy.reset()
 
 
 def lerobot_available() -> bool:
@@ -414,9 +378,4 @@ def load_policy(path: str | Path, device: str = "cpu", backend: str = "auto"):
             f"policy type {config.type!r} ({str(ckpt / CONFIG_NAME)!r}) has no native implementation "
             f"(native: {', '.join(NATIVE_TYPES)})"
         )
-    if not lerobot_available():
-        raise UnsupportedPolicyError(
-            f"policy type {config.type!r} ({str(ckpt / CONFIG_NAME)!r}) needs the lerobot package, which is "
-            f"not importable here; natively supported types: {', '.join(NATIVE_TYPES)}"
-        )
-    return LeRobotBackendPolicy(ckpt, config, device=device)
+    return LeRobotBackendPolicy(ckpt, config, device=device).load()

@@ -1,6 +1,7 @@
 """Profiles, launch wrappers and config defaults agree with the nodes; the main-job graph lifts the cube."""
 
 import ast
+import os
 from pathlib import Path
 
 import pytest
@@ -8,15 +9,30 @@ import rclpy
 import yaml
 
 from lerobot_bringup.profile import load_profile
-from lerobot_bringup.testing import MessageCollector, RosProcess, wait_until
+from lerobot_core.ros.params import declared_defaults
+from lerobot_core.ros.testing import MessageCollector, RosProcess, wait_until
 from lerobot_msgs.msg import EpisodeInfo
 
-SIM = Path(__file__).resolve().parents[1]
-BRINGUP = SIM.parent / "lerobot_bringup"
+os.environ.setdefault("MUJOCO_GL", "egl")
+os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
+
+BRINGUP = Path(__file__).resolve().parents[1]
+SRC = BRINGUP.parent
+SIM = SRC / "lerobot_sim"
 PROFILES = ["sim_so101", "sim_so101_robot", "sim_gym_pusht", "sim_gym_aloha"]
+# every node with a defaults file: (package, executable, config/<file>)
+CONFIGS = [
+    ("lerobot_sim", "sim", "sim.yaml"),
+    ("lerobot_sim", "gym_bridge", "gym_bridge.yaml"),
+    ("lerobot_sim", "gz_command_relay", "gz_command_relay.yaml"),
+    ("lerobot_drivers", "motor_bus", "motor_bus.yaml"),
+    ("lerobot_policy_node", "policy", "policy.yaml"),
+]
 
 
 def _node_classes():
+    from lerobot_drivers.motor_bus_node import MotorBusNode
+    from lerobot_policy_node.policy_node import PolicyNode
     from lerobot_sim.gym_bridge_node import GymBridgeNode
     from lerobot_sim.gz_command_relay_node import GzCommandRelayNode
     from lerobot_sim.scripted_expert_node import ScriptedExpertNode
@@ -27,6 +43,8 @@ def _node_classes():
         "gym_bridge": GymBridgeNode,
         "scripted_expert": ScriptedExpertNode,
         "gz_command_relay": GzCommandRelayNode,
+        "motor_bus": MotorBusNode,
+        "policy": PolicyNode,
     }
 
 
@@ -40,8 +58,8 @@ def declared():
         for exe, cls in _node_classes().items():
             node = cls(context=ctx)
             out[exe] = {
-                name: p.value
-                for name, p in node._parameters.items()
+                name: value
+                for name, value in declared_defaults(node).items()
                 if name not in ("use_sim_time", "start_type_description_service")
             }
             node.destroy_node()
@@ -68,12 +86,9 @@ def test_profile_nodes_and_parameters_exist(name, declared):
     assert [c.args[0].value for c in calls] == [name]
 
 
-@pytest.mark.parametrize(
-    ("exe", "file"),
-    [("sim", "sim.yaml"), ("gym_bridge", "gym_bridge.yaml"), ("gz_command_relay", "gz_command_relay.yaml")],
-)
-def test_config_defaults_equal_the_declared_defaults(exe, file, declared):
-    params = yaml.safe_load((SIM / "config" / file).read_text())[exe]["ros__parameters"]
+@pytest.mark.parametrize(("package", "exe", "file"), CONFIGS)
+def test_config_defaults_equal_the_declared_defaults(package, exe, file, declared):
+    params = yaml.safe_load((SRC / package / "config" / file).read_text())[exe]["ros__parameters"]
     assert params == {k: v for k, v in declared[exe].items()}
 
 

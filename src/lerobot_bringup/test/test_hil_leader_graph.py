@@ -1,5 +1,5 @@
 """Leader arm with active motors, across processes: two servo emulators, their motor_bus nodes, the
-teleop node and the control_arbiter. On pause the leader's torque goes on and it mirrors the
+teleop node (it mirrors the follower onto the leader) and the control_arbiter. On pause the leader's torque goes on and it mirrors the
 follower; the takeover waits until it is within 2 degrees per joint, then its torque goes off and
 the teleop drives; back to the policy, the leader stays free."""
 
@@ -16,8 +16,8 @@ rclpy = pytest.importorskip("rclpy")
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
-from lerobot_bringup.testing import MessageCollector, RosProcess, wait_until  # noqa: E402
-from lerobot_drivers.robots import get_robot_spec  # noqa: E402
+from lerobot_core.robots import get_robot_spec  # noqa: E402
+from lerobot_core.ros.testing import MessageCollector, RosProcess, wait_until  # noqa: E402
 from lerobot_drivers.servo_emulator import EmulatorProcess  # noqa: E402
 from lerobot_msgs.msg import ControlStatus  # noqa: E402
 from lerobot_msgs.srv import ArbiterCommand  # noqa: E402
@@ -97,10 +97,13 @@ def test_leader_mirrors_the_follower_before_its_torque_goes_off(ros_node, tmp_pa
             RosProcess(
                 "lerobot_drivers",
                 "teleop",
-                parameters={"autostart": True, "rate_hz": 30.0},
+                parameters={"autostart": True, "rate_hz": 30.0, "mirror_follower": True},
                 remappings={
                     "leader_joint_states": "/leader/joint_states",
                     "joint_commands": "/teleop/joint_commands",
+                    "follower_joint_states": "/joint_states",
+                    "leader_joint_commands": "/leader/joint_commands",
+                    "leader_mirror_error": "/teleop/leader_mirror_error",
                 },
             ),
             RosProcess(

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from lerobot_drivers.robots import (
+from lerobot_core.robots import (
     DEGREES,
     DYNAMIXEL,
     FEETECH,

@@ -1,4 +1,4 @@
-"""Exact-value tests of lerobot_recorder.image_conversion on rosbags and rclpy messages."""
+"""Exact-value tests of lerobot_core.image_conversion on rosbags and rclpy messages."""
 
 import struct
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from rosbags.typesys import Stores, get_typestore
 
-from lerobot_recorder.image_conversion import (
+from lerobot_core.image_conversion import (
     compressed_msg_to_rgb,
     encode_compressed,
     fill_image_msg,

@@ -1,9 +1,9 @@
-"""Exact-value tests of the time-alignment core (lerobot_recorder.alignment)."""
+"""Exact-value tests of the time-alignment core (lerobot_core.alignment)."""
 
 import numpy as np
 import pytest
 
-from lerobot_recorder.alignment import (
+from lerobot_core.alignment import (
     Aligner,
     DroppedTick,
     Frame,

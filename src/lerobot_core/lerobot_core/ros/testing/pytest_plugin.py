@@ -1,4 +1,4 @@
-"""pytest plugin (auto-loaded through the `pytest11` entry point of lerobot_bringup).
+"""pytest plugin (auto-loaded through the `pytest11` entry point of lerobot_core).
 
 * Gives this pytest process its own ROS_DOMAIN_ID, reserved with a lock file so concurrent pytest
   processes on the machine never share one, and forces DDS discovery onto localhost.

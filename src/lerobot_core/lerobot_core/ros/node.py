@@ -1,0 +1,156 @@
+"""How a node process of the stack runs and ends: one main for every node, quiet when asked to stop,
+loud on a real error; and the autostart of lifecycle nodes."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import rclpy
+from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
+from rclpy.lifecycle import TransitionCallbackReturn
+from rclpy.utilities import get_default_context
+
+
+@contextmanager
+def until_shutdown(context=None) -> Iterator[None]:
+    """Run the body (a spin) until Ctrl-C, SIGTERM or ``rclpy.shutdown``; real errors still propagate.
+
+    rclpy's signal handler shuts the context down the moment the signal arrives, so a take or wait
+    the executor is in can fail with some other error (e.g. a RuntimeError from the bindings) before
+    the KeyboardInterrupt is raised. An error raised once the context is down is that race: the
+    process was stopping, and it must still leave through its safe state with exit code 0.
+    """
+    try:
+        yield
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except Exception:
+        if (context if context is not None else get_default_context()).ok():
+            raise
+
+
+def spin_until_shutdown(
+    node, before_destroy: Callable[[], None] | None = None, executor: Executor | None = None
+) -> int:
+    """Spin `node` (on `executor` when given, the node already added) until shutdown; then run
+    `before_destroy` (the node's safe state), destroy the node and shut rclpy down. Returns 0."""
+    try:
+        with until_shutdown():
+            if executor is None:
+                rclpy.spin(node)
+            else:
+                executor.spin()
+    finally:
+        if before_destroy is not None:
+            before_destroy()
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+def configure_and_activate(node) -> str | None:
+    """Bring a lifecycle node to active; returns the name of the transition that failed, or None."""
+    if node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
+        return "configure"
+    if node.trigger_activate() != TransitionCallbackReturn.SUCCESS:
+        return "activate"
+    return None
+
+
+def autostart_timer(node, delay_s: float = 0.01, on_failure: Callable[[str], None] | None = None):
+    """A one-shot timer that configures and activates `node` once it spins (the `autostart` parameter of
+    the stack's lifecycle nodes). `on_failure` gets the name of the transition that failed."""
+
+    def fire() -> None:
+        timer.cancel()
+        failed = configure_and_activate(node)
+        if failed is not None and on_failure is not None:
+            on_failure(failed)
+
+    timer = node.create_timer(delay_s, fire)
+    return timer
+
+
+def _spin_quietly(executor: Executor) -> None:
+    with until_shutdown():
+        executor.spin()
+
+
+def run_node(
+    make_node: Callable[[], object],
+    args: list[str] | None = None,
+    *,
+    before_init: Callable[[], None] | None = None,
+    errors: tuple[type[Exception], ...] = (),
+    error_prefix: str = "error",
+    autostart: bool = False,
+    executor: Callable[[], Executor] | None = None,
+    spin: Callable[[object], None] | None = None,
+    main_loop: Callable[[object, Callable[[], bool]], int | None] | None = None,
+    on_exit: Callable[[object], int | None] | None = None,
+) -> int:
+    """The main() of every node of the stack; returns the process exit code.
+
+    `make_node()` builds the node after ``rclpy.init(args)`` (`before_init` runs first, e.g. to pick a
+    DDS profile). One of `errors` raised while building or running is a user error: printed as
+    ``<error_prefix>: <error>``, exit code 2. With `autostart`, a lifecycle node whose
+    ``autostart`` parameter is true is configured and activated before it spins; a failed transition
+    exits with code 1. The node then spins until Ctrl-C, SIGTERM or ``rclpy.shutdown`` (exit code 0):
+    on `executor()` (default: single-threaded), or by `spin(node)`, or, with `main_loop`, the executor
+    spins in a thread while ``main_loop(node, running)`` runs here and returns the exit code (`running()`
+    is false once rclpy is shut down or the executor thread ended). A ``SystemExit``
+    raised by a callback ends the process with its code. Last, always: `on_exit(node)` (the node's safe
+    state; a non-zero return becomes the exit code when there was none), then the node is destroyed and
+    rclpy shut down.
+    """
+    if before_init is not None:
+        before_init()
+    rclpy.init(args=args)
+    node = ex = spinner = None
+    code = 0
+    try:
+        with until_shutdown():
+            node = make_node()
+            failed = autostart and node.get_parameter("autostart").value and configure_and_activate(node)
+            if failed:
+                node.get_logger().error(f"autostart: {failed} failed; exiting")
+                code = 1
+            elif spin is not None:
+                spin(node)
+            else:
+                ex = executor() if executor is not None else SingleThreadedExecutor()
+                ex.add_node(node)
+                if main_loop is None:
+                    ex.spin()
+                else:
+                    spinner = threading.Thread(target=_spin_quietly, args=(ex,), name="executor", daemon=True)
+                    spinner.start()
+                    code = main_loop(node, lambda: rclpy.ok() and spinner.is_alive()) or 0
+    except errors as exc:
+        print(f"{error_prefix}: {exc}", flush=True)
+        code = 2
+    except SystemExit as exc:  # a node that is done (e.g. after a fixed number of messages)
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        if node is not None:
+            if on_exit is not None:
+                safe_state_code = on_exit(node)
+                code = code or safe_state_code or 0
+            if ex is not None:
+                ex.shutdown(timeout_sec=2.0)
+            if spinner is not None:
+                spinner.join(timeout=5.0)
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return code
+
+
+__all__ = [
+    "autostart_timer",
+    "configure_and_activate",
+    "run_node",
+    "spin_until_shutdown",
+    "until_shutdown",
+]

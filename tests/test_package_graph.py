@@ -1,0 +1,145 @@
+"""The package dependency graph: every lerobot_* import is declared in package.xml and points down.
+
+    msgs, core  <-  drivers, recorder, policy_node  <-  sim  <-  bringup
+
+Plain pytest, no ROS: imports are read from the source with ``ast`` (also the ones inside functions).
+Package code must be covered by exec_depend/depend; test code by those or test_depend.
+"""
+
+from __future__ import annotations
+
+import ast
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PACKAGES = sorted(
+    p.name for p in SRC.iterdir() if (p / "package.xml").is_file() and p.name.startswith("lerobot_")
+)
+
+# the lerobot_* packages each package may import (besides itself)
+LOWER = {"lerobot_msgs", "lerobot_core"}
+MIDDLE = {"lerobot_drivers", "lerobot_recorder", "lerobot_policy_node"}
+ALLOWED = {
+    "lerobot_msgs": set(),
+    "lerobot_core": {"lerobot_msgs"},
+    **{pkg: LOWER for pkg in MIDDLE},
+    "lerobot_sim": LOWER | MIDDLE,
+    "lerobot_bringup": LOWER | MIDDLE | {"lerobot_sim"},
+}
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every absolute lerobot_* import in a file."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out.append((node.lineno, node.module))
+    return [(line, mod) for line, mod in out if mod.split(".")[0].startswith("lerobot_")]
+
+
+def _python_files(pkg: str, tests: bool) -> list[Path]:
+    root = SRC / pkg
+    code = sorted((root / pkg).rglob("*.py")) + sorted((root / "launch").glob("*.py"))
+    return sorted((root / "test").rglob("*.py")) if tests else code
+
+
+def _declared(pkg: str, tags: tuple[str, ...]) -> set[str]:
+    root = ET.parse(SRC / pkg / "package.xml").getroot()
+    return {el.text.strip() for tag in tags for el in root.iter(tag) if el.text}
+
+
+def _edges(pkg: str, tests: bool) -> list[tuple[str, str]]:
+    """(where, imported module) of every import of another lerobot_* package."""
+    return [
+        (f"{path.relative_to(SRC)}:{line}", mod)
+        for path in _python_files(pkg, tests)
+        for line, mod in _imports(path)
+        if mod.split(".")[0] != pkg
+    ]
+
+
+def undeclared(pkg: str, tests: bool) -> list[str]:
+    tags = ("depend", "exec_depend", "build_export_depend") + (("test_depend",) if tests else ())
+    declared = _declared(pkg, tags)
+    return [
+        f"{where}: imports {mod}, not declared in {pkg}/package.xml"
+        for where, mod in _edges(pkg, tests)
+        if mod.split(".")[0] not in declared
+    ]
+
+
+def upward(pkg: str, tests: bool) -> list[str]:
+    allowed = ALLOWED[pkg]
+    return [
+        f"{where}: imports {mod}, but {pkg} may only use {sorted(allowed) or 'no lerobot_* package'}"
+        for where, mod in _edges(pkg, tests)
+        if mod.split(".")[0] not in allowed
+    ]
+
+
+def test_every_package_is_in_the_layer_table():
+    assert set(PACKAGES) == set(ALLOWED)
+
+
+@pytest.mark.parametrize("tests", [False, True], ids=["code", "tests"])
+@pytest.mark.parametrize("pkg", PACKAGES)
+def test_imports_are_declared_in_package_xml(pkg, tests):
+    problems = undeclared(pkg, tests)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("tests", [False, True], ids=["code", "tests"])
+@pytest.mark.parametrize("pkg", PACKAGES)
+def test_imports_point_down_the_layers(pkg, tests):
+    problems = upward(pkg, tests)
+    assert not problems, "\n".join(problems)
+
+
+def test_lerobot_core_top_level_never_imports_rclpy():
+    core = SRC / "lerobot_core" / "lerobot_core"
+    found = []
+    for path in sorted(core.rglob("*.py")):
+        if path.relative_to(core).parts[0] == "ros":
+            continue  # lerobot_core.ros is where the rclpy helpers live
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            found += [
+                f"{path.relative_to(SRC)}:{node.lineno}: {n}" for n in names if n.split(".")[0] == "rclpy"
+            ]
+    assert found == []
+
+
+def test_the_checks_catch_a_violation(tmp_path, monkeypatch):
+    """A driver importing the recorder and bringup, undeclared, is reported by both checks."""
+    fake = tmp_path / "src"
+    pkg = fake / "lerobot_drivers"
+    (pkg / "lerobot_drivers").mkdir(parents=True)
+    (pkg / "test").mkdir()
+    (pkg / "package.xml").write_text(
+        "<package><name>lerobot_drivers</name><exec_depend>lerobot_core</exec_depend></package>"
+    )
+    (pkg / "lerobot_drivers" / "node.py").write_text(
+        "from lerobot_core.units import normalize\n"
+        "from lerobot_bringup.shutdown import until_shutdown\n"
+        "def f():\n    import lerobot_recorder.contract\n"
+    )
+    monkeypatch.setitem(globals(), "SRC", fake)
+    assert undeclared("lerobot_drivers", tests=False) == [
+        "lerobot_drivers/lerobot_drivers/node.py:2: imports lerobot_bringup.shutdown, not declared in "
+        "lerobot_drivers/package.xml",
+        "lerobot_drivers/lerobot_drivers/node.py:4: imports lerobot_recorder.contract, not declared in "
+        "lerobot_drivers/package.xml",
+    ]
+    assert upward("lerobot_drivers", tests=False) == [
+        "lerobot_drivers/lerobot_drivers/node.py:2: imports lerobot_bringup.shutdown, but lerobot_drivers "
+        "may only use ['lerobot_core', 'lerobot_msgs']",
+        "lerobot_drivers/lerobot_drivers/node.py:4: imports lerobot_recorder.contract, but lerobot_drivers "
+        "may only use ['lerobot_core', 'lerobot_msgs']",
+    ]
