@@ -24,7 +24,7 @@ ACT_SMALL = (
 
 
 def test_hil_sim_profile_records_interventions_and_exits(tmp_path):
-    from lerobot_bringup.ament import find_executable
+    from lerobot_core.ament import find_executable
 
     launcher = find_executable("lerobot_bringup", "lerobot-launch")
     env = dict(
