@@ -65,3 +65,44 @@ def test_hil_sim_profile_records_interventions_and_exits(tmp_path):
     assert flags.any() and not flags.all(), "both the policy and the human drove recorded frames"
     assert set(modes.tolist()) <= {0, 1}  # no frame from a pause
     assert list(flags) == [m == 1 for m in modes]
+
+
+def _declared(cls):
+    import rclpy
+
+    from lerobot_core.ros.params import declared_defaults
+
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    try:
+        node = cls(context=ctx)
+        out = declared_defaults(node)
+        node.destroy_node()
+    finally:
+        rclpy.try_shutdown(context=ctx)
+    return {k: v for k, v in out.items() if k != "start_type_description_service"}
+
+
+def test_hil_nodes_config_defaults_and_profile_parameters():
+    import yaml
+
+    from lerobot_bringup.profile import load_profile
+    from lerobot_policy_node.control_arbiter_node import ControlArbiterNode
+    from lerobot_sim.corrective_human_node import CorrectiveHumanNode
+
+    src = Path(__file__).resolve().parents[2]
+    declared = {
+        "control_arbiter": _declared(ControlArbiterNode),
+        "corrective_human": _declared(CorrectiveHumanNode),
+    }
+    for pkg, exe in (("lerobot_policy_node", "control_arbiter"), ("lerobot_sim", "corrective_human")):
+        params = yaml.safe_load((src / pkg / "config" / f"{exe}.yaml").read_text())[exe]["ros__parameters"]
+        assert params == declared[exe], exe
+    for name in ("hil", "hil_sim_so101"):
+        profile = load_profile(
+            src / "lerobot_bringup" / "profiles" / f"{name}.yaml", share_lookup=lambda p: f"/{p}"
+        )
+        for node in profile.nodes:
+            if node.executable in declared:
+                unknown = set(node.parameters) - set(declared[node.executable])
+                assert not unknown, f"{name}: {node.name} sets undeclared parameter(s) {sorted(unknown)}"
