@@ -8,12 +8,15 @@ mcap bag with rosbags (real CDR), then imported into a LeRobotDataset v3. Prints
   * baseline 1 - reading + deserializing the bag with rosbags alone (the floor for any importer)
   * stage 2    - + alignment + contract conversion (everything but the dataset writer)
   * baseline 2 - encoding the same frames with PyAV alone, same codec settings (the floor for any
-                 writer using that codec)
-  * full       - the whole import, per codec (LeRobot's libsvtav1 crf 30 g 2, and h264 ultrafast)
+                 writer using that codec; benchmarks/video_floor.py)
+  * full       - the whole import, per codec: the default (LeRobot 0.4.4's quality: libsvtav1 crf 30 g 2
+                 at M10), faster presets and h264 ultrafast
 
-and the ratio of the full import to real time (target >= 10x) and to baseline 1.
+with, per codec, the exact encoder settings (identical for floor and import), the import's throughput
+and CPU against the floor (targets >= 0.9x and <= 1.1x), the PSNR of the decoded frames against their
+source frames (floor and import), and the ratio of the import to real time (target >= 10x).
 
-    python benchmarks/recorder_import.py [--seconds 20] [--codecs libsvtav1,h264:ultrafast] [--keep DIR]
+    python benchmarks/recorder_import.py [--seconds 20] [--codecs libsvtav1,libsvtav1:12,h264:ultrafast] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -29,19 +32,42 @@ from pathlib import Path
 
 import numpy as np
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
+from video_floor import bare_encode, decode, encoder_settings, parse_spec, psnr
 
 from lerobot_core.alignment import Aligner
 from lerobot_core.contract import Contract
 from lerobot_recorder import bag_io
 from lerobot_recorder.bag_import import import_bags
+from lerobot_recorder.dataset import DatasetReader
 
 JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
 CAM = "/cameras/front/image_raw"
 NS = 1_000_000_000
 
 
-def scene_frames(n: int, h: int = 480, w: int = 640, noise: int = 3) -> list[np.ndarray]:
-    """Camera-like frames: a lit gradient, a moving textured object and sensor noise."""
+def cut_frames(n: int, h: int = 480, w: int = 640, every: int = 1) -> list[np.ndarray]:
+    """Sudden full-frame changes: a new random textured scene every `every` frame(s) (a camera switched,
+    a light turned on), the frame number as 8 black/white stripes on top."""
+    frames = []
+    xx = np.mgrid[0:h, 0:w][1]
+    for i in range(n):
+        rng = np.random.default_rng(i // every)
+        img = np.empty((h, w, 3), np.uint8)
+        img[:] = rng.integers(0, 255, 3)
+        img[..., 0] = (img[..., 0] + (xx * rng.integers(1, 4)) % 256).astype(np.uint8)
+        for bit in range(8):
+            img[:30, bit * (w // 8) : (bit + 1) * (w // 8)] = 255 if (i >> bit) & 1 else 0
+        frames.append(img)
+    return frames
+
+
+def scene_frames(
+    n: int, h: int = 480, w: int = 640, noise: int = 3, scene: str = "camera"
+) -> list[np.ndarray]:
+    """Camera-like frames: a lit gradient, a moving textured object and sensor noise (scene "camera"),
+    or sudden full-frame changes (scene "cuts", see cut_frames)."""
+    if scene == "cuts":
+        return cut_frames(n, h, w)
     rng = np.random.default_rng(0)
     yy, xx = np.mgrid[0:h, 0:w]
     base = np.stack([60 + xx * 120 // w, 50 + yy * 100 // h, 90 + (xx + yy) * 60 // (w + h)], axis=2)
@@ -57,8 +83,8 @@ def scene_frames(n: int, h: int = 480, w: int = 640, noise: int = 3) -> list[np.
     return frames
 
 
-def write_bag(path: Path, seconds: float, noise: int = 3) -> dict:
-    frames = scene_frames(60, noise=noise)
+def write_bag(path: Path, seconds: float, noise: int = 3, scene: str = "camera") -> dict:
+    frames = scene_frames(60, noise=noise, scene=scene)
     t0 = 1_700_000_000 * NS
     events = []
     for i in range(int(seconds * 100)):
@@ -133,46 +159,24 @@ def align_and_convert(bag: Path, c: Contract) -> int:
     return frames
 
 
-def encode_only(n: int, noise: int, vcodec: str, preset: str) -> tuple[float, float]:
-    """(wall s, CPU s) of PyAV encoding n scene frames alone, with the writer's codec settings.
-
-    Frames are converted to I420 the writer's way (rgb_to_yuv420p) rather than by libswscale inside
-    PyAV, which costs ~3.4 ms per VGA frame here: this is the codec's floor, not the converter's.
-    """
-    import av
-
-    from lerobot_recorder.dataset.video import codec_options, resolve_encoder, rgb_to_yuv420p
-
-    frames = scene_frames(60, noise=noise)
-    name = resolve_encoder(vcodec)
-    options = codec_options(name, 2, 30, (int(preset) if preset.isdigit() else preset) if preset else None)
-    path = Path(tempfile.mkdtemp(prefix="enc_only_")) / "v.mp4"
-    t, c = time.perf_counter(), time.process_time()
-    with av.open(str(path), "w") as out:
-        stream = out.add_stream(name, rate=30, options=options)
-        stream.width, stream.height, stream.pix_fmt = 640, 480, "yuv420p"
-        for i in range(n):
-            yuv = rgb_to_yuv420p(frames[i % len(frames)])
-            for packet in stream.encode(av.VideoFrame.from_ndarray(yuv, format="yuv420p")):
-                out.mux(packet)
-        for packet in stream.encode(None):
-            out.mux(packet)
-    wall, cpu = time.perf_counter() - t, time.process_time() - c
-    shutil.rmtree(path.parent, ignore_errors=True)
-    return wall, cpu
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=float, default=20.0, help="recording length in the bag")
     ap.add_argument(
         "--codecs",
-        default="libsvtav1,h264:ultrafast",
-        help="comma-separated vcodec[:preset] list for the full import (default: LeRobot's libsvtav1, fast h264)",
+        default="libsvtav1,libsvtav1:12,h264:ultrafast",
+        help="comma-separated vcodec[:preset] list (default: LeRobot's quality, SVT preset 12, fast h264)",
     )
     ap.add_argument(
         "--noise", type=int, default=3, help="+- sensor noise per pixel (0: clean frames, encode faster)"
     )
+    ap.add_argument(
+        "--scene",
+        choices=("camera", "cuts"),
+        default="camera",
+        help="camera: moving object on a lit gradient; cuts: a new scene every frame (where presets differ)",
+    )
+    ap.add_argument("--rounds", type=int, default=3, help="floor/import pairs per codec (median round shown)")
     ap.add_argument("--keep", help="keep the bag and the dataset in this directory")
     args = ap.parse_args()
     os.environ.setdefault("SVT_LOG", "1")
@@ -183,10 +187,10 @@ def main() -> int:
     shutil.rmtree(out, ignore_errors=True)
     try:
         t = time.perf_counter()
-        meta = write_bag(bag, args.seconds, args.noise)
+        meta = write_bag(bag, args.seconds, args.noise, args.scene)
         t_write = time.perf_counter() - t
         print(
-            f"bag: {meta['seconds']:.0f} s, {meta['camera_frames']} VGA rgb8 frames @30 fps + "
+            f"bag: {meta['seconds']:.0f} s, {meta['camera_frames']} VGA rgb8 frames @30 fps (scene {args.scene}) + "
             f"{meta['joint_msgs']} JointState @100 Hz x2, noise +-{args.noise}, {meta['bytes'] / 1e6:.0f} MB mcap (written in {t_write:.1f} s)"
         )
         t, c = time.perf_counter(), time.process_time()
@@ -203,19 +207,53 @@ def main() -> int:
             ("stage 2: + align + convert (no writer)", t_align, c_align),
         ]
         results = []
+        sources = scene_frames(
+            60, noise=args.noise, scene=args.scene
+        )  # what write_bag put in the bag, cycled
+        truth = [sources[k % len(sources)] for k in range(frames)]
         for spec in args.codecs.split(","):
-            vcodec, _, preset = spec.partition(":")
-            t_enc, c_enc = encode_only(frames, args.noise, vcodec, preset)
+            _, _, settings = encoder_settings(spec)
+            floor_path = work / "floor.mp4"
+            vcodec, preset = parse_spec(spec)
+            options = {"preset": preset} if preset is not None else {}
+            floor_runs, import_runs = [], []
+            for _ in range(args.rounds):  # floor and import alternate: a load change hits both alike
+                floor_runs.append(bare_encode(lambda i: sources[i % len(sources)], frames, spec, floor_path))
+                shutil.rmtree(out, ignore_errors=True)
+                t, c = time.perf_counter(), time.process_time()
+                summary = import_bags(
+                    [bag], contract(), out, vcodec=vcodec, progress=False, writer_options=options
+                )
+                import_runs.append((time.perf_counter() - t, time.process_time() - c))
+                if summary.video_settings != settings:
+                    raise RuntimeError(
+                        f"import used {summary.video_settings!r}, floor {settings!r}: not equal settings"
+                    )
+            # the table shows the round with the median import CPU; the ratios are medians over rounds
+            k = sorted(range(args.rounds), key=lambda r: import_runs[r][1])[args.rounds // 2]
+            t_enc, c_enc = floor_runs[k]
+            t_full, c_full = import_runs[k]
+            cpu_ratios = [import_runs[r][1] / floor_runs[r][1] for r in range(args.rounds)]
+            speed_ratios = [floor_runs[r][0] / import_runs[r][0] for r in range(args.rounds)]
+            q_floor = psnr(truth, decode(floor_path))
             rows.append((f"baseline 2: PyAV encode alone ({spec})", t_enc, c_enc))
-            options = {"preset": int(preset) if preset.isdigit() else preset} if preset else {}
-            shutil.rmtree(out, ignore_errors=True)
-            t, c = time.perf_counter(), time.process_time()
-            summary = import_bags(
-                [bag], contract(), out, vcodec=vcodec, progress=False, writer_options=options
-            )
-            t_full, c_full = time.perf_counter() - t, time.process_time() - c
+            q_import = psnr(truth, list(DatasetReader(out).video_frames("observation.images.front", 0)))
             rows.append((f"full import ({spec}, {summary.frames} frames)", t_full, c_full))
-            results.append((spec, t_full, c_full, c_enc, summary))
+            results.append(
+                (
+                    spec,
+                    settings,
+                    t_full,
+                    c_full,
+                    t_enc,
+                    c_enc,
+                    q_floor,
+                    q_import,
+                    summary,
+                    cpu_ratios,
+                    speed_ratios,
+                )
+            )
         rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         # Wall time depends on what else runs on the machine; CPU time (all threads) much less so.
         # "2 free cores" = real / (CPU / 2): what two idle cores would give with main thread and
@@ -226,12 +264,37 @@ def main() -> int:
             est = f"{real / (cpu / 2):>23.1f}" if cpu else ""
             cpu_text = f"{cpu:>8.2f}" if cpu else f"{'':>8}"
             print(f"{name:<50}{secs:>8.2f}{cpu_text}{frames / secs:>10.1f}{real / secs:>15.1f}{est}")
-        for spec, t_full, c_full, c_enc, summary in results:
+        print(
+            "per codec (floor = bare PyAV, same frames, same settings; PSNR over RGB vs the source frames):"
+        )
+        for (
+            spec,
+            settings,
+            t_full,
+            c_full,
+            _t_enc,
+            _c_enc,
+            q_floor,
+            q_import,
+            summary,
+            cpu_ratios,
+            speed_ratios,
+        ) in results:
             ratio, est = real / t_full, real / (c_full / 2)
             verdict = "PASS" if ratio >= 10 else ("PASS on 2 free cores (est.)" if est >= 10 else "FAIL")
+            speed, cpu = (
+                float(np.median(speed_ratios)),
+                float(np.median(cpu_ratios)),
+            )  # medians over the rounds
             print(
-                f"import [{spec}] vs real time: {ratio:.1f}x wall, {est:.1f}x on 2 free cores (est.) "
-                f"(target >= 10x: {verdict}); CPU {c_full / c_enc:.2f}x that of encoding alone; "
+                f"  [{spec}] settings (floor and import): {settings}\n"
+                f"    import vs floor: throughput {speed:.2f}x (target >= 0.9: {'PASS' if speed >= 0.9 else 'FAIL'}), "
+                f"CPU {cpu:.2f}x (target <= 1.1: {'PASS' if cpu <= 1.1 else 'FAIL'}); "
+                f"per round: throughput {', '.join(f'{x:.2f}' for x in speed_ratios)}, "
+                f"CPU {', '.join(f'{x:.2f}' for x in cpu_ratios)}\n"
+                f"    quality: floor PSNR mean {q_floor[0]:.2f} dB, worst frame {q_floor[1]:.2f} dB; "
+                f"import mean {q_import[0]:.2f} dB, worst frame {q_import[1]:.2f} dB\n"
+                f"    vs real time: {ratio:.1f}x wall, {est:.1f}x on 2 free cores (est.) (target >= 10x: {verdict}); "
                 f"frames {summary.frames}, dropped ticks {summary.dropped_ticks}"
             )
         print(f"peak RSS: {rss_before:.0f} MB before the imports, {rss_after:.0f} MB after (process max)")

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import psutil
 import yaml
+from video_floor import encoder_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ROOT / "src" / "lerobot_recorder" / "test" / "live_sources.py"
@@ -155,7 +156,9 @@ def main() -> int:
     ap.add_argument(
         "--vcodec", default="libsvtav1", help="video codec of the dataset run (LeRobot default libsvtav1)"
     )
-    ap.add_argument("--preset", default="", help="encoder preset ('' = writer default; x264: ultrafast...)")
+    ap.add_argument(
+        "--preset", default="", help="encoder preset ('' = writer default, LeRobot's M10; x264: ultrafast...)"
+    )
     ap.add_argument("--modes", default="dataset,raw")
     ap.add_argument("--keep", action="store_true", help="keep the recordings (printed path)")
     ap.add_argument("--image-qos", choices=("reliable", "sensor"), default="reliable")
@@ -170,8 +173,10 @@ def main() -> int:
     print(
         f"recorder_live: 3 cameras 640x480 rgb8 @ 30 fps + 2 x JointState @ 100 Hz from another process; "
         f"{args.seconds:g} s episode; {os.cpu_count()} CPU(s); load average {os.getloadavg()[0]:.1f} at start; "
-        f"dataset codec {args.vcodec}; image QoS {args.image_qos}"
+        f"image QoS {args.image_qos}"
     )
+    spec = args.vcodec + (f":{args.preset}" if args.preset else "")
+    print(f"dataset video settings: {encoder_settings(spec)[2]}")
     results, src_cpu = [], []
     for mode in args.modes.split(","):
         # a fresh source process per run: no DDS state (unacknowledged samples of the previous

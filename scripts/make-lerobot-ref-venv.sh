@@ -1,15 +1,39 @@
 #!/usr/bin/env bash
-# Throwaway venv with the real LeRobot 0.4.4, used only to (re)make parity fixtures and to check that
-# LeRobot loads our datasets. The stack itself never needs it. Usage:
-#   bash scripts/make-lerobot-ref-venv.sh [VENV_DIR]      (default /work/lerobot-ref-venv)
+# Side venv with the real LeRobot 0.4.4, used to check that LeRobot loads every dataset shape we write
+# (scripts/test.sh builds it when missing) and to (re)make parity fixtures. The stack itself never
+# needs it. A pip cache makes rebuilds fast. Usage:
+#   bash scripts/make-lerobot-ref-venv.sh [VENV_DIR]   (default $LEROBOT_REF_VENV, else /work/lerobot-ref-venv)
+# Exit status 0 = VENV_DIR/.ready exists. On failure the last line on stderr says why (e.g. the package
+# index is unreachable) and VENV_DIR is left without .ready, so the LeRobot-compat tests fail with it.
 set -euo pipefail
-VENV="${1:-/work/lerobot-ref-venv}"
-python3.11 -m venv "$VENV"
-"$VENV/bin/pip" install -q --upgrade pip
-"$VENV/bin/pip" install -q torch==2.14.1 torchvision==0.29.1
-"$VENV/bin/pip" install -q --no-deps lerobot==0.4.4
-"$VENV/bin/pip" install -q 'datasets<5' 'huggingface-hub<0.36' draccus==0.10.0 'av<16' jsonlines einops \
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+VENV="${1:-${LEROBOT_REF_VENV:-/work/lerobot-ref-venv}}"
+PY="${LEROBOT_REF_BASE_PYTHON:-python3.11}"  # the ROS 2 kilted wheels are CPython 3.11 only
+
+mkdir -p "$(dirname "$VENV")"
+exec 9>"$VENV.lock"
+flock 9  # two test runs at once: the second waits, then finds .ready
+fail() { echo "make-lerobot-ref-venv: $*" >&2; exit 1; }
+pipi() { "$VENV/bin/pip" install -q --disable-pip-version-check "$@" || fail "pip install $* failed (is the package index reachable?)"; }
+if [ -f "$VENV/.ready" ]; then
+    # venvs made before the ROS wheels were part of the recipe: add them (additive, nothing removed)
+    if ! "$VENV/bin/python" -c "import rclpy" 2>/dev/null; then
+        pipi -r "$ROOT/requirements-ros-wheels.txt"
+    fi
+    echo "make-lerobot-ref-venv: $VENV is ready"
+    exit 0
+fi
+command -v "$PY" >/dev/null || fail "$PY not found (LeRobot 0.4.4 and the ROS 2 wheels need CPython 3.11)"
+rm -rf "$VENV"  # a half-built venv from an interrupted run
+"$PY" -m venv "$VENV" || fail "cannot create a venv at $VENV"
+pipi --upgrade pip
+pipi torch==2.14.1 torchvision==0.29.1
+pipi --no-deps lerobot==0.4.4
+pipi 'datasets<5' 'huggingface-hub<0.36' draccus==0.10.0 'av<16' jsonlines einops \
     deepdiff termcolor safetensors 'opencv-python-headless<4.13' gymnasium pandas pyarrow accelerate \
     imageio 'diffusers<0.36' pyserial
-"$VENV/bin/python" -c "import lerobot, torch, torchvision; print('lerobot', lerobot.__version__, 'torch', torch.__version__)"
-touch "$VENV/.ready"  # tests that compare against LeRobot look for this marker
+# rclpy & co.: the project's pytest plugin (loaded by any pytest run in this venv) imports rclpy.
+pipi -r "$ROOT/requirements-ros-wheels.txt"
+"$VENV/bin/python" -c "import lerobot, torch, torchvision; print('lerobot', lerobot.__version__, 'torch', torch.__version__)" \
+    || fail "LeRobot does not import in $VENV"
+touch "$VENV/.ready"  # the LeRobot-compat tests look for this marker

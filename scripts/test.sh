@@ -12,6 +12,17 @@ export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
 echo "== ruff"
 ruff check .
 ruff format --check .
+# LeRobot-compat tests load every dataset shape we write with the real LeRobot 0.4.4, in a side venv.
+# Built here when missing; if it cannot be built, those tests fail with the reason (never skip).
+export LEROBOT_REF_VENV="${LEROBOT_REF_VENV:-/work/lerobot-ref-venv}"
+echo "== LeRobot 0.4.4 side venv: $LEROBOT_REF_VENV (scripts/make-lerobot-ref-venv.sh builds it when missing)"
+ref_log=$(mktemp)
+if ! bash scripts/make-lerobot-ref-venv.sh "$LEROBOT_REF_VENV" >"$ref_log" 2>&1; then
+    LEROBOT_REF_VENV_ERROR="scripts/make-lerobot-ref-venv.sh $LEROBOT_REF_VENV failed: $(tail -n 3 "$ref_log" | tr '\n' ' ')"
+    export LEROBOT_REF_VENV_ERROR
+    echo "$LEROBOT_REF_VENV_ERROR" >&2
+fi
+rm -f "$ref_log"
 echo "== pytest"
 set +e
 python -m pytest "$@"  # the lerobot_core pytest11 plugin loads itself (ROS_DOMAIN_ID per process)

@@ -28,6 +28,7 @@ setup(
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
         ("share/" + package_name, ["package.xml"] + glob("README.md")),
+        ("bin", sorted(glob("bin/*"))),  # lerobot-* commands by name from install/setup.bash
         *share_tree("launch", "config"),
     ],
     install_requires=["setuptools"],

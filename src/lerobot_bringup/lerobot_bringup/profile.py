@@ -17,6 +17,8 @@ Schema::
         parameters: {rate_hz: "${rate_hz}"}
         remappings: {joint_states: /follower/joint_states}
         required: true              # optional; when the node exits, the graph stops
+        stop_last: false            # optional; emulated hardware: stopped after every other node,
+                                    #   so drivers reach their safe state against a live device
 
 ``${name}`` alone keeps the argument's value and type; inside a longer string it is substituted as
 text. ``${share:pkg}`` is the share directory of package ``pkg``.
@@ -34,7 +36,17 @@ from typing import Any
 import yaml
 
 _SUBST = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*|share:[A-Za-z0-9_]+)\}")
-_NODE_KEYS = {"name", "package", "executable", "namespace", "parameters", "remappings", "required", "args"}
+_NODE_KEYS = {
+    "name",
+    "package",
+    "executable",
+    "namespace",
+    "parameters",
+    "remappings",
+    "required",
+    "args",
+    "stop_last",
+}
 _TOP_KEYS = {"description", "arguments", "nodes"}
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 PARAM_TYPES = (bool, int, float, str)
@@ -61,6 +73,7 @@ class NodeSpec:
     remappings: tuple[tuple[str, str], ...] = ()
     required: bool = True
     args: tuple[str, ...] = ()
+    stop_last: bool = False
 
     def ros_args(self, params_file: str | None = None) -> list[str]:
         """Arguments after the executable, as `ros2 run` would pass them."""
@@ -265,6 +278,7 @@ def load_profile(
                 remappings=tuple((str(a), str(b)) for a, b in remaps.items()),
                 required=bool(n.get("required", True)),
                 args=tuple(str(a) for a in args),
+                stop_last=bool(n.get("stop_last", False)),
             )
         )
     return Profile(path.stem, path, str(raw.get("description", "")), arguments, tuple(nodes), values)

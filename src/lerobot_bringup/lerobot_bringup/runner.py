@@ -68,6 +68,31 @@ def command_lines(profile: Profile, workdir: Path) -> list[tuple[NodeSpec, list[
     return out
 
 
+def params_dir(profile: Profile) -> Path:
+    """Where `--show` keeps the params files its command lines name (they outlive the call)."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "lerobot_ros" / "launch" / profile.name
+
+
+def show(profile: Profile) -> None:
+    """Print the profile's resolved arguments and each node's command line, runnable as printed."""
+    print(f"profile '{profile.name}' ({profile.path})")
+    if profile.arguments:
+        print("arguments:")
+        width = max(len(n) for n in profile.arguments)
+        for name, arg in profile.arguments.items():
+            value = profile.values.get(name, arg.default)
+            mark = "" if value == arg.default else "   (set on the command line)"
+            print(f"  {name.ljust(width)} := {value!r}{mark}")
+    workdir = params_dir(profile)
+    workdir.mkdir(parents=True, exist_ok=True)
+    print(f"nodes (params files kept in {workdir}):")
+    for spec, cmd in command_lines(profile, workdir):
+        print(f"  {spec.name}: {' '.join(cmd)}")
+        if spec.parameters:
+            print("    parameters: " + ", ".join(f"{k}={v!r}" for k, v in spec.parameters.items()))
+
+
 def _pump(name: str, stream, width: int) -> None:
     prefix = f"[{name}]".ljust(width + 2)
     for raw in iter(stream.readline, b""):
@@ -138,8 +163,24 @@ class GraphRunner:
         return status
 
     def shutdown(self) -> list[str]:
-        """SIGINT each live node once, then SIGTERM, then SIGKILL; returns nodes that did not end cleanly."""
-        alive = [r for r in self.running if r.proc.poll() is None]
+        """Stop the graph; returns the nodes that did not end cleanly.
+
+        Two stages: every node first, then the ones marked ``stop_last`` (emulated hardware), so a
+        driver reaches its safe state against a device that is still there. Each stage sends one
+        SIGINT per live node, then SIGTERM, then SIGKILL.
+        """
+        bad: list[str] = []
+        for stage in (
+            [r for r in self.running if not r.spec.stop_last],
+            [r for r in self.running if r.spec.stop_last],
+        ):
+            bad += self._stop(stage)
+        for r in self.running:
+            r.reader.join(timeout=2.0)
+        return bad
+
+    def _stop(self, group: list[Running]) -> list[str]:
+        alive = [r for r in group if r.proc.poll() is None]
         for r in alive:
             _signal(r.proc, signal.SIGINT)
         deadline = time.monotonic() + self.shutdown_timeout
@@ -151,14 +192,14 @@ class GraphRunner:
                     self._log(f"node '{r.spec.name}' did not stop in time: sending {sig.name}")
                     _signal(r.proc, sig)
             deadline = time.monotonic() + 3.0
-        for r in self.running:
+        for r in group:
             r.proc.wait()
-            r.reader.join(timeout=2.0)
-        bad = [r.spec.name for r in alive if r.proc.returncode not in CLEAN_EXIT]
-        for name in bad:
-            code = next(r.proc.returncode for r in self.running if r.spec.name == name)
-            self._log(f"ERROR: node '{name}' ended with exit code {code} during shutdown")
-        return bad
+        if alive:
+            self._log("stopped " + ", ".join(f"'{r.spec.name}'" for r in alive))
+        bad = [r for r in alive if r.proc.returncode not in CLEAN_EXIT]
+        for r in bad:
+            self._log(f"ERROR: node '{r.spec.name}' ended with exit code {r.proc.returncode} during shutdown")
+        return [r.spec.name for r in bad]
 
     @staticmethod
     def _log(msg: str) -> None:
@@ -195,11 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         profile = load_profile(a.profile, parse_overrides(a.overrides))
         if a.show:
-            with tempfile.TemporaryDirectory() as tmp:
-                for spec, cmd in command_lines(profile, Path(tmp)):
-                    print(f"{spec.name}: {' '.join(cmd)}")
-                    if spec.parameters:
-                        print("  parameters: " + ", ".join(f"{k}={v!r}" for k, v in spec.parameters.items()))
+            show(profile)
             return 0
         runner = GraphRunner(profile, a.shutdown_timeout)
         signal.signal(signal.SIGINT, runner.request_stop)

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -30,7 +31,7 @@ def test_skeleton_graph_messages_cross_processes(tmp_path, ros_node):
 
     summary = tmp_path / "summary.json"
     # a third process (this test) hears the source too, with the profile's remapping applied
-    collector = MessageCollector(ros_node, JointState, "/follower/joint_states")
+    collector = MessageCollector(ros_node, JointState, "/joint_states")
     proc = launch(
         "skeleton", "rate_hz:=100", "expect_count:=500", "timeout_s:=60", f"summary_file:={summary}"
     )
@@ -50,7 +51,7 @@ def test_skeleton_graph_messages_cross_processes(tmp_path, ros_node):
     ]
     assert len({tuple(m.position) for m in msgs}) > 1  # values move
     data = json.loads(summary.read_text())
-    assert data["/follower/joint_states"]["count"] >= 500
+    assert data["/joint_states"]["count"] >= 500
     assert "node 'monitor' exited cleanly" in out
     # the non-required source was stopped by the runner with SIGINT, not killed
     assert "did not stop in time" not in out and "ended with exit code" not in out
@@ -61,7 +62,7 @@ def test_sigint_is_forwarded_and_every_node_stops(ros_node):
 
     proc = launch("skeleton", "rate_hz:=50")
     try:
-        wait_for_messages(ros_node, JointState, "/follower/joint_states", count=5, timeout=30)
+        wait_for_messages(ros_node, JointState, "/joint_states", count=5, timeout=30)
         os.killpg(proc.pid, signal.SIGINT)
         out, _ = proc.communicate(timeout=30)
     finally:
@@ -69,7 +70,7 @@ def test_sigint_is_forwarded_and_every_node_stops(ros_node):
     assert proc.returncode == 0, out
     assert "did not stop in time" not in out, out
     # nobody publishes any more
-    assert wait_until(lambda: ros_node.count_publishers("/follower/joint_states") == 0, timeout=10)
+    assert wait_until(lambda: ros_node.count_publishers("/joint_states") == 0, timeout=10)
 
 
 def test_a_dying_node_stops_the_graph_non_zero_with_its_name(tmp_path):
@@ -102,6 +103,42 @@ def test_unknown_executable_is_an_error_naming_file_and_key(tmp_path):
     out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 2
     assert str(profile) in out and "nodes[0] (a).executable" in out and "synthetic_joints" in out
+
+
+def test_emulated_hardware_stops_after_every_other_node(tmp_path):
+    profile = tmp_path / "staged.yaml"
+    profile.write_text(
+        """
+nodes:
+  - {name: device, package: lerobot_bringup, executable: synthetic_joints, stop_last: true}
+  - {name: driver, package: lerobot_bringup, executable: topic_monitor, parameters: {topics: [/joint_states]}}
+"""
+    )
+    proc = launch(str(profile))
+    try:
+        time.sleep(0.5)  # any time: the order of the stop is what is checked
+        os.killpg(proc.pid, signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, out
+    assert out.index("stopped 'driver'") < out.index("stopped 'device'"), out
+
+
+def test_show_prints_arguments_and_keeps_the_params_files(tmp_path):
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))
+    out = subprocess.run(
+        [sys.executable, "-m", "lerobot_bringup.runner", "skeleton", "rate_hz:=20", "--show"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    ).stdout
+    assert re.search(r"rate_hz +:= 20.0 +\(set on the command line\)", out), out
+    assert re.search(r"\n +count +:= 0\n", out), out
+    params = tmp_path / "lerobot_ros" / "launch" / "skeleton" / "joint_source.params.yaml"
+    assert f"--params-file {params}" in out, out
+    assert "rate_hz: 20.0" in params.read_text()  # still there after the command exited
 
 
 def test_runner_refuses_without_a_domain_id(tmp_path):
@@ -155,10 +192,10 @@ def test_nodes_do_not_outlive_a_killed_runner(ros_node):
 
     proc = launch("skeleton", "rate_hz:=50")
     try:
-        wait_for_messages(ros_node, JointState, "/follower/joint_states", count=3, timeout=30)
+        wait_for_messages(ros_node, JointState, "/joint_states", count=3, timeout=30)
         proc.kill()  # SIGKILL: no chance to forward anything
         proc.wait(10)
     finally:
         proc.kill()
     # the kernel's parent-death signal stops the nodes anyway
-    assert wait_until(lambda: ros_node.count_publishers("/follower/joint_states") == 0, timeout=15)
+    assert wait_until(lambda: ros_node.count_publishers("/joint_states") == 0, timeout=15)

@@ -92,7 +92,7 @@ class CameraNode(LifecycleNode):
             if self.cfg.publish_compressed
             else None
         )
-        self.pub_diag = self.create_publisher(DiagnosticArray, "diagnostics", qos.RELIABLE)
+        self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", qos.RELIABLE)
         self.source = None
         self.capture: Optional[CaptureThread] = None
         self._stalled = False

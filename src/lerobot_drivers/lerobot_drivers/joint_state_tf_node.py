@@ -3,7 +3,8 @@
 Subscribes `joint_states`, computes each joint's parent->child transform from the URDF
 (`robot_description` topic or `urdf_path`), and publishes tf2_msgs/TFMessage on /tf (movable
 joints, stamped with the joint state's stamp) and /tf_static (fixed joints, transient local).
-tf2_msgs is not installable everywhere (not on PyPI): without it the node says so and exits 3;
+tf2_msgs is not installable everywhere (not on PyPI): without it the node says so with a warning and
+exits cleanly (0), as an optional part of a graph, not a failure;
 the forward kinematics live in lerobot_drivers.kinematics and are tested on their own.
 """
 
@@ -109,10 +110,10 @@ def main(args=None) -> int:
     if TFMessage is None:
         rclpy.init(args=args)
         node = rclpy.create_node("joint_state_tf")
-        node.get_logger().error(MISSING_TF2)
+        node.get_logger().warning(MISSING_TF2)
         node.destroy_node()
         rclpy.try_shutdown()
-        return 3
+        return 0
     return run_node(JointStateTfNode, args, errors=(UrdfError, OSError), error_prefix="joint_state_tf")
 
 

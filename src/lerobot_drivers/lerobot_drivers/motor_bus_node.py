@@ -79,8 +79,16 @@ class MotorBusNode(LifecycleNode):
         self._torque_on = False
         self._thread: Optional[threading.Thread] = None
         self._running = threading.Event()
-        self._stats = {"cycles": 0, "reconnects": 0, "bus_errors": 0, "rejected_commands": 0, "clamped": 0}
+        self._stats = {
+            "cycles": 0,
+            "reconnects": 0,
+            "bus_errors": 0,
+            "rejected_commands": 0,
+            "clamped": 0,
+            "step_limited": 0,
+        }
         self._last_error = ""
+        self._last_error_time = 0.0  # monotonic
         self._loop_hz = 0.0
         self._connected = False
         self._health = []
@@ -96,7 +104,8 @@ class MotorBusNode(LifecycleNode):
             else None
         )
         # diagnostics are published in every state (a failing bus must be visible while inactive)
-        self.pub_diag = self.create_publisher(DiagnosticArray, "diagnostics", qos.RELIABLE)
+        # absolute: every arm of a robot (a leader in its namespace too) reports on the one /diagnostics
+        self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", qos.RELIABLE)
         self._diag_timer = self.create_timer(self.cfg.diagnostics_period_s, self._publish_diagnostics)
         # a leader arm with active motors (human-in-the-loop): torque on -> it follows joint_commands
         self._leader_driven = False
@@ -259,7 +268,7 @@ class MotorBusNode(LifecycleNode):
                 self.arm.connect(configure=True, leader=self.cfg.read_only)
                 break
             except (BusError, OSError, KeyError) as exc:
-                self._last_error = str(exc)
+                self._note_error(str(exc))
                 if time.monotonic() >= deadline:
                     self.get_logger().error(f"configure failed: {exc}")
                     self.arm = None
@@ -471,7 +480,7 @@ class MotorBusNode(LifecycleNode):
             except BusTimeoutError as exc:
                 consecutive_timeouts += 1
                 self._stats["bus_errors"] += 1
-                self._last_error = str(exc)
+                self._note_error(str(exc))
                 if consecutive_timeouts >= 5:
                     self.arm.close()
                     self._bus_lost(f"5 consecutive timeouts: {exc}")
@@ -479,13 +488,16 @@ class MotorBusNode(LifecycleNode):
                     self.get_logger().warning(str(exc), throttle_duration_sec=1.0)
             except BusError as exc:
                 self._stats["bus_errors"] += 1
-                self._last_error = str(exc)
+                self._note_error(str(exc))
                 self.get_logger().warning(f"bus error: {exc}", throttle_duration_sec=1.0)
+
+    def _note_error(self, text: str) -> None:
+        self._last_error, self._last_error_time = text, time.monotonic()
 
     def _bus_lost(self, why: str) -> None:
         self._stats["bus_errors"] += 1
         self._connected = False
-        self._last_error = why
+        self._note_error(why)
         self.arm.close()
         self.get_logger().error(
             f"lost the bus on {self.cfg.port}: {why}; retrying every {self.cfg.reconnect_period_s:g} s"
@@ -497,7 +509,7 @@ class MotorBusNode(LifecycleNode):
             self._enter_running_torque_state()
         except (BusError, OSError) as exc:
             self.arm.close()
-            self._last_error = f"reconnect failed: {exc}"
+            self._note_error(f"reconnect failed: {exc}")
             return
         self._connected = True
         self._stats["reconnects"] += 1
@@ -526,6 +538,8 @@ class MotorBusNode(LifecycleNode):
         goals, report = self.arm.safe_goals(target, dict(zip(sample.names, sample.position, strict=False)))
         if report.clamped:
             self._stats["clamped"] += 1
+        if report.step_limited:
+            self._stats["step_limited"] += 1
         self.arm.write_goals(goals)
 
     # ------------------------------------------------ leader with active motors
@@ -598,12 +612,17 @@ class MotorBusNode(LifecycleNode):
         if not self._connected:
             bus.level = DiagnosticStatus.ERROR
             bus.message = f"disconnected: {self._last_error}" if self._last_error else "not connected"
-        elif self._last_error and self._stats["bus_errors"]:
+        elif (
+            self._last_error and time.monotonic() - self._last_error_time < 5 * self.cfg.diagnostics_period_s
+        ):
             bus.level = DiagnosticStatus.WARN
             bus.message = f"connected; last error: {self._last_error}"
-        else:
+        else:  # errors that stopped five diagnostics periods ago were recovered from: OK, still counted
             bus.level = DiagnosticStatus.OK
             bus.message = "connected"
+            if self._last_error:
+                ago = time.monotonic() - self._last_error_time
+                bus.message += f"; recovered, last error {ago:.0f} s ago: {self._last_error}"
         values = {
             "robot": self.cfg.robot,
             "loop_rate_hz": f"{self._loop_hz:.1f}",
@@ -611,6 +630,8 @@ class MotorBusNode(LifecycleNode):
             "bus_errors": str(self._stats["bus_errors"]),
             "reconnects": str(self._stats["reconnects"]),
             "rejected_commands": str(self._stats["rejected_commands"]),
+            "clamped_commands": str(self._stats["clamped"]),  # outside the joint limits
+            "step_limited_commands": str(self._stats["step_limited"]),  # beyond max_step_rad
             "torque": "on" if self._torque_on else "off",
         }
         if stats is not None:

@@ -52,5 +52,6 @@ def test_joint_state_tf_without_tf2_msgs_says_so():
         pytest.skip("tf2_msgs is installed here; the missing-package path cannot be exercised")
     with RosProcess("lerobot_drivers", "joint_state_tf", parameters={"urdf_path": str(URDF)}) as proc:
         assert wait_until(lambda: proc.returncode is not None, 20)
-    assert proc.returncode == 3
-    assert "tf2_msgs is not installed" in proc.output()
+    assert proc.returncode == 0  # optional in a graph: a warning, not a failure
+    assert "WARN" in proc.output() and "tf2_msgs is not installed" in proc.output()
+    assert "ERROR" not in proc.output()

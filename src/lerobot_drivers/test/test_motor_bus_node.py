@@ -98,11 +98,23 @@ def test_follower_publishes_and_obeys_commands_safely(ros_node, emu):
     assert all(emu.call("torque").values())
 
 
+def _diag_value(collector, key):
+    for arr in reversed(list(collector.messages)):
+        for st in arr.status:
+            for kv in st.values:
+                if kv.key == key:
+                    return int(kv.value)
+    return -1
+
+
 def test_step_bound_limits_each_goal(ros_node, emu):
     js = MessageCollector(ros_node, JointState, "/joint_states")
+    diag = MessageCollector(ros_node, DiagnosticArray, "/diagnostics", QoSProfile(depth=100))
     cmd = ros_node.create_publisher(Float64MultiArray, "/forward_position_controller/commands", 10)
     with RosProcess(
-        "lerobot_drivers", "motor_bus", parameters=_params(emu, max_step_rad=0.05, command_timeout_s=0.0)
+        "lerobot_drivers",
+        "motor_bus",
+        parameters=_params(emu, max_step_rad=0.05, command_timeout_s=0.0, diagnostics_period_s=0.2),
     ):
         js.wait(20, timeout=60)
         n0 = len(js.messages)
@@ -120,6 +132,14 @@ def test_step_bound_limits_each_goal(ros_node, emu):
             for a, b in zip(moves, moves[1:], strict=False)
         ]
         assert max(speeds) < 5.0
+        # every bounded goal is counted on /diagnostics, and so is a goal outside the joint limits
+        assert wait_until(lambda: _diag_value(diag, "step_limited_commands") > 0, 10)
+        assert _diag_value(diag, "clamped_commands") == 0
+        assert drive(
+            cmd,
+            Float64MultiArray(data=[0.0, 0.0, 10.0, 0.0, 0.0, 0.0]),
+            lambda: _diag_value(diag, "clamped_commands") > 0,
+        )
 
 
 def _t(msg):
@@ -179,6 +199,12 @@ def test_unplug_is_reported_and_resumes(ros_node, emu):
         assert proc.wait_for_output("is back", 30), proc.output()
         assert wait_until(lambda: len(js.messages) > n_before + 50, 10)
         assert proc.returncode is None
+        # recovered: the bus status goes back to OK (five diagnostics periods after the last error)
+        n_diag = len(diag.messages)
+        assert wait_until(
+            lambda: any(lvl in (0, b"\x00") for lvl, _ in _diag_levels(diag, "feetech bus")[n_diag:]), 10
+        ), _diag_levels(diag, "feetech bus")[-3:]
+        assert any("recovered" in m for _, m in _diag_levels(diag, "feetech bus")[n_diag:])
 
 
 def test_bad_calibration_fails_configure_naming_file(ros_node, emu, tmp_path):
@@ -218,6 +244,7 @@ def test_koch_dynamixel_follower(ros_node, tmp_path):
     link = str(tmp_path / "ttyKoch")
     js = MessageCollector(ros_node, JointState, "/koch/joint_states")
     cmd = ros_node.create_publisher(JointState, "/koch/joint_commands", 10)
+    diag = MessageCollector(ros_node, DiagnosticArray, "/diagnostics", QoSProfile(depth=100))
     with EmulatorProcess("koch_follower", link, tau_s=0.03) as emu:
         params = {
             "robot": "koch_follower",
@@ -235,6 +262,8 @@ def test_koch_dynamixel_follower(ros_node, tmp_path):
                 JointState(name=["elbow_flex"], position=[-0.4]),
                 lambda: abs(js.messages[-1].position[2] + 0.4) < 0.02,
             )
+            # a namespaced arm reports on the one /diagnostics, not /koch/diagnostics
+            assert wait_until(lambda: _diag_levels(diag, "dynamixel bus"), 10)
 
 
 def test_autostart_retries_until_the_bus_appears(ros_node, tmp_path):

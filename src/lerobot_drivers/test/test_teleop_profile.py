@@ -49,3 +49,9 @@ def test_teleop_demo_graph_runs(ros_node, tmp_path):
         assert last is not None
         assert graph.returncode is None, graph.output()[-3000:]
     assert graph.returncode == 0, graph.output()[-3000:]
+    # Ctrl-C: the drivers stop while the emulated servos still answer, so the follower reaches its
+    # safe state, and joint_state_tf (no tf2_msgs here) leaves with a warning, not an error
+    out = graph.output()
+    assert "could not reach the safe state" not in out, out[-3000:]
+    assert out.index("stopped 'leader_bus'") < out.index("stopped 'leader_emulator'"), out[-3000:]
+    assert "ERROR" not in out, out[-3000:]

@@ -8,7 +8,8 @@ supported type, first messages decodable, sizes consistent across bags). Then ea
 segment between two messages of ``--split-topic``) becomes one episode: messages are read in log
 order, pushed into the :class:`~lerobot_core.alignment.Aligner`, and the settled ticks go to
 :class:`~lerobot_recorder.dataset.DatasetWriter`. A failure mid-bag discards that episode only;
-episodes saved before it stay. ROS-free: uses ``rosbags`` only.
+episodes saved before it stay. ``--jobs N`` / ``--ray ADDRESS`` convert bags in parallel workers and
+merge them in bag order (:mod:`~lerobot_recorder.bag_import_parallel`). ROS-free: uses ``rosbags`` only.
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ class ImportSummary:
     skipped_segments: int = 0
     bag_seconds: float = 0.0
     wall_seconds: float = 0.0
+    video_settings: str = ""  # every encoder setting, printed in the report
 
     @property
     def frames(self) -> int:
@@ -104,6 +106,8 @@ class ImportSummary:
             f"imported {len(self.episodes)} episode(s), {self.frames} frames, {self.dropped_ticks} dropped ticks "
             f"into {self.output}",
         ]
+        if self.video_settings:
+            lines.append(f"  video: {self.video_settings}")
         if self.wall_seconds > 0 and self.bag_seconds > 0:
             lines.append(
                 f"  {self.bag_seconds:.1f} s of recording in {self.wall_seconds:.1f} s "
@@ -359,11 +363,15 @@ def import_bags(
     progress_stream=None,
     writer_options: dict | None = None,
     log: Callable[[str], None] | None = None,
+    jobs: int = 1,
+    ray_address: str | None = None,
 ) -> ImportSummary:
     """Import ``bags`` into the dataset at ``output`` (see the module docstring)."""
     from .dataset import DatasetError, DatasetWriter
 
     output = Path(output)
+    if jobs < 1:
+        raise BagImportError(f"--jobs must be at least 1, got {jobs}")
     # ---- phase 1: validate everything before writing anything
     plans, resolved = check_bags(bags, contract, split_topic)
     features = resolved.features()
@@ -409,13 +417,33 @@ def import_bags(
         raise BagImportError(f"{output}: {exc}") from None
 
     summary = ImportSummary(output=output)
+    if writer.video_keys:
+        summary.video_settings = writer.encoder_settings
     bar = ProgressBar(sum(p.total_messages for p in plans), stream=progress_stream, enabled=progress)
     t0 = time.monotonic()
     try:
-        for i, plan in enumerate(plans):
-            label = f"bag {i + 1}/{len(plans)} {plan.path.name}"
-            _import_one(plan, resolved, writer, summary, bar, label, latency_margin_s, log)
-            summary.bag_seconds += plan.duration_s
+        if jobs > 1 or ray_address is not None:
+            from .bag_import_parallel import run_parallel
+
+            run_parallel(
+                [p.path for p in plans],
+                contract,
+                split_topic,
+                writer,
+                {"vcodec": writer.vcodec, "pix_fmt": writer.pix_fmt, **(writer_options or {})},
+                summary,
+                latency_margin_s,
+                lambda i: bar.update(
+                    plans[i].total_messages, f"bag {i + 1}/{len(plans)} {plans[i].path.name}"
+                ),
+                jobs=jobs,
+                ray_address=ray_address,
+            )
+        else:
+            for i, plan in enumerate(plans):
+                label = f"bag {i + 1}/{len(plans)} {plan.path.name}"
+                _import_one(plan, resolved, writer, summary, bar, label, latency_margin_s, log)
+                summary.bag_seconds += plan.duration_s
     except BaseException:
         bar.close()
         # clean-up must not hide the original error
@@ -559,11 +587,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split-topic", metavar="TOPIC", help="each message on TOPIC starts a new episode")
     p.add_argument("--resume", action="store_true", help="append to an existing dataset")
     p.add_argument(
-        "--vcodec", help="video codec: libsvtav1 (default), h264, hevc, ... (--resume: the dataset's)"
+        "--jobs",
+        type=int,
+        default=1,
+        help="convert this many bags at once in separate processes, merged into one dataset in bag order "
+        "(same episodes, rows and frames as --jobs 1)",
+    )
+    p.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="convert the bags as tasks on a Ray cluster (HOST:PORT of its head, or auto); "
+        "<output>.parts must be on storage every node shares",
+    )
+    p.add_argument(
+        "--vcodec",
+        help="video codec: libsvtav1 (default), h264, hevc, a hardware encoder (h264_nvenc, av1_qsv, ...) "
+        "or auto (first hardware encoder that opens here, else libsvtav1); --resume: the dataset's",
     )
     p.add_argument("--crf", type=int, help="video constant-quality factor (default 30, LeRobot's)")
     p.add_argument(
-        "--preset", help="encoder speed preset (libsvtav1: 0-13, default 12; h264: ultrafast..veryslow)"
+        "--preset",
+        help="encoder speed preset (libsvtav1: 0-13, default 10 = what LeRobot 0.4.4 encodes at; h264: ultrafast..veryslow)",
     )
     p.add_argument(
         "--latency-margin",
@@ -643,6 +687,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             latency_margin_s=args.latency_margin,
             progress=not args.no_progress,
             writer_options=writer_options,
+            jobs=args.jobs,
+            ray_address=args.ray,
         )
     except (BagImportError, ContractError) as exc:
         print(f"lerobot-bag-import: error: {exc}", file=sys.stderr)

@@ -1,8 +1,9 @@
 """`lerobot-dataset-info DIR [--check]`: what a LeRobotDataset v3 folder holds, and whether it is whole.
 
 Prints fps, robot type, episodes, frames, tasks, features and per-episode lengths. With `--check`,
-every episode's video is decoded and its frame count compared with its parquet rows (exit 1 on any
-mismatch), which is what LeRobot's loader relies on.
+everything LeRobot's loader relies on is verified (lerobot_recorder.dataset.check): metadata totals,
+data parquet rows, index/frame_index/timestamp columns, and every video decoded and its frame count
+compared with the episode's rows. Exit 1 with one "CHECK FAILED:" line per problem, never a traceback.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import argparse
 import sys
 
 from lerobot_recorder.dataset import DatasetError, DatasetReader
+from lerobot_recorder.dataset.check import check_dataset
 
 
 def describe(reader: DatasetReader) -> list[str]:
@@ -18,7 +20,12 @@ def describe(reader: DatasetReader) -> list[str]:
     lines = [
         f"dataset   {reader.root}",
         f"format    {info['codebase_version']}, robot_type={info.get('robot_type')}, fps={reader.fps}",
-        f"episodes  {reader.num_episodes}, frames {reader.num_frames} ({reader.num_frames / reader.fps:.1f} s)",
+        f"episodes  {reader.num_episodes}, frames {reader.num_frames} ({reader.num_frames / reader.fps:.1f} s)"
+        + (
+            f" (meta/info.json says total_frames {info['total_frames']})"
+            if reader.num_frames != int(info["total_frames"])
+            else ""
+        ),
         f"tasks     {', '.join(repr(t) for t in reader.tasks) or '-'}",
         "features:",
     ]
@@ -36,40 +43,41 @@ def describe(reader: DatasetReader) -> list[str]:
     return lines
 
 
-def check(reader: DatasetReader) -> list[str]:
-    """Problems found: video frame counts that differ from the episode's rows."""
-    problems = []
-    for e in range(reader.num_episodes):
-        rows = int(reader.episode_meta(e)["length"])
-        for key in reader.camera_keys:
-            n = len(reader.video_frames(key, e))
-            if n != rows:
-                problems.append(f"episode {e}: {key} has {n} video frames for {rows} rows")
-    return problems
+def check(root) -> list[str]:
+    """Problems found (see lerobot_recorder.dataset.check): one line each, naming episode/camera/file."""
+    return check_dataset(root)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="lerobot-dataset-info", description=__doc__.splitlines()[0])
     ap.add_argument("root", help="dataset folder (holds meta/info.json)")
     ap.add_argument(
-        "--check", action="store_true", help="decode every video and compare frame counts with rows"
+        "--check",
+        action="store_true",
+        help="verify rows, indices, timestamps, totals and every video (decoded) against each other",
     )
     a = ap.parse_args(argv)
+    error = None
     try:
         reader = DatasetReader(a.root)
         print("\n".join(describe(reader)))
-        if a.check:
-            problems = check(reader)
-            for p in problems:
-                print(f"CHECK FAILED: {p}")
-            if problems:
-                return 1
-            print(
-                f"check: every video matches its rows ({reader.num_episodes} episodes x {len(reader.camera_keys)} cameras)"
-            )
-    except (DatasetError, FileNotFoundError) as e:
-        print(f"lerobot-dataset-info: error: {e}", file=sys.stderr)
-        return 2
+    except Exception as e:  # a damaged dataset is reported, never a traceback
+        error = e if isinstance(e, (DatasetError, FileNotFoundError)) else f"{type(e).__name__}: {e}"
+        print(f"lerobot-dataset-info: error: {error}", file=sys.stderr)
+    if not a.check:
+        return 2 if error is not None else 0
+    problems = check(a.root)
+    for p in problems:
+        print(f"CHECK FAILED: {p}")
+    if problems:
+        return 1
+    if error is not None:  # the checker found nothing the reader tripped over: still not whole
+        print(f"CHECK FAILED: {error}")
+        return 1
+    print(
+        f"check: every video matches its rows; indices, timestamps and totals agree "
+        f"({reader.num_episodes} episodes x {len(reader.camera_keys)} cameras, {reader.num_frames} frames)"
+    )
     return 0
 
 

@@ -209,6 +209,7 @@ class LiveRecorder:
         monotonic: Callable[[], float] = time.monotonic,
         logger: logging.Logger | None = None,
         on_change: Callable[[], None] | None = None,
+        on_taken: Callable[[int], None] | None = None,
     ):
         if cfg.mode not in MODES:
             raise RecorderError(f"mode must be one of {MODES}, got {cfg.mode!r}")
@@ -219,6 +220,11 @@ class LiveRecorder:
         self._mono = monotonic
         self.log = logger or logging.getLogger("recorder")
         self._on_change = on_change or (lambda: None)
+        # lockstep: on_taken(t) says every required stamped stream has been taken in up to stamp t
+        # (handed to the aligner and the writer, whose full encoder queue blocks this: backpressure)
+        self._on_taken = on_taken
+        self._taken: dict[str, int] = {}
+        self._acked_ns = -1
         self.root = Path(cfg.dataset_root).expanduser().absolute()
         self.kind = check_dataset_root(self.root, cfg.resume, cfg.mode)
         self.raw = RawRecording(cfg.raw_root) if cfg.mode in ("raw", "both") else None
@@ -269,6 +275,11 @@ class LiveRecorder:
         self._episode: _Episode | None = None
         self._timeline = {t: st.timeline for t, st in self.contract.streams.items()}
         self._required_topics = {t for t, st in self.contract.streams.items() if st.required}
+        self._ack_topics = {
+            t
+            for t, st in self.contract.streams.items()
+            if st.required and st.msgtype != STRING and st.timeline != RECEIVE
+        }
         self._stamp_only = (
             {t for t, st in self.contract.streams.items() if st.msgtype in IMAGE_TYPES}
             if cfg.mode == "raw"
@@ -475,6 +486,11 @@ class LiveRecorder:
                 topic, data, recv = self._queue.popleft()
                 self._queue_bytes -= len(data)
             self._latest_raw[topic] = data
+            if topic in self._ack_topics:
+                try:
+                    self._taken[topic] = max(self._taken.get(topic, -1), cdr_header_stamp(data))
+                except ValueError:
+                    pass
             ep = self._episode
             if ep is not None:
                 try:
@@ -511,6 +527,7 @@ class LiveRecorder:
                     return
             if self._mono() > t_end:
                 break
+        self._acknowledge()
         dropped = sum(self._ingest_dropped.values())
         if dropped and self._mono() - self._last_drop_warn > 2.0:
             self._last_drop_warn = self._mono()
@@ -518,6 +535,15 @@ class LiveRecorder:
                 f"backpressure: {dropped} message(s) dropped from the ingest queue so far "
                 f"(> {self.cfg.max_ingest_mb:g} MB waiting): {dict((k, v) for k, v in self._ingest_dropped.items() if v)}"
             )
+
+    def _acknowledge(self) -> None:
+        """Report the newest stamp every required stamped stream has been taken in up to (on_taken)."""
+        if self._on_taken is None or not self._ack_topics or not self._ack_topics <= self._taken.keys():
+            return
+        taken = min(self._taken[t] for t in self._ack_topics)
+        if taken > self._acked_ns:
+            self._acked_ns = taken
+            self._on_taken(taken)
 
     def _bad_message(self, topic: str, exc: Exception) -> None:
         """A message that does not fit the contract is skipped (its ticks show up as drops) and reported."""
@@ -638,7 +664,14 @@ class LiveRecorder:
         ep = self._episode
         if ep is None or ep.closing_until is None:
             return
-        while wait and self._episode is ep and not ep.settled(self._mono(), self._required_topics):
+        # bounded in wall time too: on a sim clock that stopped (the sim is gone) _mono never gets there
+        wall_end = time.monotonic() + self.cfg.latency_margin_s + 1.0
+        while (
+            wait
+            and self._episode is ep
+            and not ep.settled(self._mono(), self._required_topics)
+            and time.monotonic() < wall_end
+        ):
             self._drain()
             time.sleep(0.005)
         self._drain(budget_s=None)

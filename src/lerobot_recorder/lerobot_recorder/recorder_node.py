@@ -9,7 +9,13 @@ lerobot-record's episode control the ROS way:
   feedback (frames, elapsed, per-stream rates), cancel = stop and save (or discard);
 * services ``recorder/start_episode`` (lerobot_msgs/StartEpisode), ``recorder/stop_episode``,
   ``recorder/discard_episode``, ``recorder/finalize`` (std_srvs/Trigger);
-* topic ``recorder/status`` (lerobot_msgs/RecorderStatus, transient local), on change and at 1 Hz.
+* topic ``recorder/status`` (lerobot_msgs/RecorderStatus, transient local), on change and at 1 Hz;
+* with ``tick_ack``, topic ``sim/tick_ack`` (std_msgs/Header, frame_id = node name): the newest sim
+  time every required stamped stream has been taken in up to, so a lockstep sim that lists this
+  node in ``required_consumers`` never runs ahead of the recorder (docs/closed_loop.md).
+
+With ``use_sim_time`` the recorder lives in simulation time: receive stamps, episode and reset
+lengths and rate checks follow ``/clock``, so a slow machine only makes a lockstep run take longer.
 
 Lifecycle: configure opens/validates the dataset and subscribes; activate allows recording (and
 starts a session of ``num_episodes`` when ``auto_record``); deactivate saves an episode in progress;
@@ -28,12 +34,14 @@ from functools import partial
 import rclpy
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.clock import Clock, ClockType
 from rclpy.exceptions import InvalidHandle
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy_impl
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
 from rclpy.task import Future
+from std_msgs.msg import Header
 from std_srvs.srv import Trigger
 
 from lerobot_core.contract import Contract, ContractError
@@ -46,6 +54,10 @@ from lerobot_msgs.srv import StartEpisode
 from lerobot_recorder.episode_control import EpisodeConfig, EpisodeError, State
 from lerobot_recorder.live_recorder import MODES, LiveConfig, LiveRecorder, NoMessageYetError, RecorderError
 
+# the lockstep sim's acknowledgement topic (lerobot_sim.bridge_base: TICK_ACK_TOPIC, TICK_ACK_RELEASE)
+TICK_ACK_TOPIC = "sim/tick_ack"
+TICK_ACK_RELEASE_SEC = 2**31 - 1
+QOS_TICK_ACK = qos.RELIABLE
 QOS_STATUS = qos.LATCHED
 QOS_IMAGES = qos.SENSOR
 # joint states / commands: reliable, a short queue absorbs bursts without growing stale
@@ -59,6 +71,7 @@ class RecorderNodeConfig:
     auto_record: bool
     exit_when_done: bool
     status_rate_hz: float
+    tick_ack: bool = False
 
 
 def resolve_contract_path(value: str) -> str:
@@ -93,6 +106,7 @@ class RecorderNode(LifecycleNode):
         self._exiting = False
         self.finished = threading.Event()  # set when the node should exit (exit_when_done / fatal)
         self._status_pub = self.create_publisher(RecorderStatus, "recorder/status", QOS_STATUS)
+        self._ack_pub = None
         # One single-threaded executor runs everything (rclpy's multi-threaded executor costs too
         # much per message at camera rates); requests that wait for the worker are coroutines.
         self._cb_services = ReentrantCallbackGroup()
@@ -120,7 +134,13 @@ class RecorderNode(LifecycleNode):
             callback_group=self._cb_services,
         )
         self._last_status = 0.0
-        self._status_timer = self.create_timer(0.2, self._status_tick, callback_group=self._cb_timer)
+        # wall clock: status and exit_when_done must go on when a sim clock (use_sim_time) stands still
+        self._status_timer = self.create_timer(
+            0.2,
+            self._status_tick,
+            callback_group=self._cb_timer,
+            clock=Clock(clock_type=ClockType.STEADY_TIME),
+        )
         self._publish_status()
 
     # ------------------------------------------------------------------ parameters
@@ -142,7 +162,11 @@ class RecorderNode(LifecycleNode):
         p("streams", [""], "record only these features / topics of the contract ([''] = all)")
         p("vcodec", "libsvtav1", "video codec (libsvtav1, libx264, h264, ...)")
         p("crf", 30, "video quality (lower = better, bigger)", range=(0, 63))
-        p("preset", "", "encoder preset: svt-av1 0-13, x264 ultrafast..veryslow; '' = writer default")
+        p(
+            "preset",
+            "",
+            "encoder preset: svt-av1 0-13, x264 ultrafast..veryslow; '' = LeRobot 0.4.4's quality (svt-av1 10)",
+        )
         p(
             "encoder_queue_size",
             30,
@@ -158,6 +182,12 @@ class RecorderNode(LifecycleNode):
             range=(1.0, 1e6),
         )
         p("status_rate_hz", 1.0, "periodic recorder/status rate [Hz]", range=(0.1, 50.0))
+        p(
+            "tick_ack",
+            False,
+            "lockstep: acknowledge on sim/tick_ack each sim tick taken in (a sim listing this node in "
+            "required_consumers then waits for the recorder; use with use_sim_time:=true)",
+        )
 
     def _read_config(self) -> RecorderNodeConfig:
         g = self.get_parameter
@@ -198,6 +228,7 @@ class RecorderNode(LifecycleNode):
             auto_record=bool(g("auto_record").value),
             exit_when_done=bool(g("exit_when_done").value),
             status_rate_hz=float(g("status_rate_hz").value),
+            tick_ack=bool(g("tick_ack").value),
         )
 
     # ------------------------------------------------------------------ lifecycle
@@ -207,13 +238,19 @@ class RecorderNode(LifecycleNode):
             contract = Contract.load(cfg.contract)
             if not cfg.live.episode.task and not contract.task_text and not contract.task_topic:
                 raise RecorderError("no task: set the 'task' parameter or a task in the contract")
+            sim_time = bool(self.get_parameter("use_sim_time").value)
+            if cfg.tick_ack:
+                self._ack_pub = self.create_publisher(Header, TICK_ACK_TOPIC, QOS_TICK_ACK)
             recorder = LiveRecorder(
                 cfg.live,
                 contract,
                 decode=self._decode,
                 clock=lambda: self.get_clock().now().nanoseconds,
+                # episode and reset lengths, rate checks: in sim time when the sim is the clock
+                monotonic=(lambda: self.get_clock().now().nanoseconds / 1e9) if sim_time else time.monotonic,
                 logger=_RosLogger(self.get_logger()),
                 on_change=self._publish_status,
+                on_taken=self._acknowledge if cfg.tick_ack else None,
             )
         except (RecorderError, ContractError, EpisodeError, ValueError, OSError) as exc:
             return self._fail_transition("configure", str(exc))
@@ -289,10 +326,31 @@ class RecorderNode(LifecycleNode):
         self._publish_status()
         return super().on_deactivate(state)
 
+    def _acknowledge(self, stamp_ns: int) -> None:
+        """From the worker: every required stamped stream has been taken in up to ``stamp_ns``."""
+        msg = Header(frame_id=self.get_name())
+        msg.stamp.sec, msg.stamp.nanosec = divmod(int(stamp_ns), 1_000_000_000)
+        self._publish_ack(msg)
+
+    def release_sim(self) -> None:
+        """Tell a lockstep sim that this recorder needs no more ticks (it finished; not a death)."""
+        msg = Header(frame_id=self.get_name())
+        msg.stamp.sec = TICK_ACK_RELEASE_SEC
+        self._publish_ack(msg)
+
+    def _publish_ack(self, msg: Header) -> None:
+        if self._ack_pub is None:
+            return
+        try:
+            self._ack_pub.publish(msg)
+        except (_rclpy_impl.RCLError, InvalidHandle):  # shutting down
+            pass
+
     def _teardown(self) -> None:
         self._active = False
         if self.recorder is not None:
             self.recorder.close(save_pending=True)
+            self.release_sim()
         for sub in self._subs:
             self.destroy_subscription(sub)
         self._subs = []

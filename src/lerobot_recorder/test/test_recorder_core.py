@@ -324,3 +324,30 @@ def test_raw_mode_writes_bags_only_and_continues_numbering(tmp_path):
     with Reader(raw / "episode_000001") as r:
         topics = {c.topic for c, _, _ in r.messages()}
     assert topics == {"/joint_states", "/cameras/front/image_raw"}
+
+
+def test_on_taken_reports_the_stamp_every_required_stream_has_been_taken_in_up_to(tmp_path):
+    """Lockstep acknowledgement: the newest stamp all stamped streams reached, once the worker took it."""
+    cfg = LiveConfig(dataset_root=str(tmp_path / "ds"), vcodec="libx264", episode=EpisodeConfig(task=""))
+    clock = FakeClock(5 * 10**9)
+    taken: list[int] = []
+    rec = LiveRecorder(cfg, Contract.from_dict(CONTRACT), decode=_decode, clock=clock, on_taken=taken.append)
+    rec.start()
+    try:
+        t0 = 5 * 10**9
+        rec.ingest("/joint_states", _joint_cdr(t0, 0.0), t0)
+        rec.ingest("/joint_states", _joint_cdr(t0 + 10**8, 0.0), t0 + 10**8)
+        time.sleep(0.3)
+        assert taken == []  # the camera has not delivered yet: nothing is complete
+        rec.ingest("/cameras/front/image_raw", _image_cdr(t0, 0), t0)
+        deadline = time.monotonic() + 10
+        while not taken and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert taken == [t0]  # the camera's stamp bounds it
+        rec.ingest("/cameras/front/image_raw", _image_cdr(t0 + 2 * 10**8, 1), t0 + 2 * 10**8)
+        deadline = time.monotonic() + 10
+        while len(taken) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert taken == [t0, t0 + 10**8]  # now the joints' newest stamp bounds it; never goes back
+    finally:
+        rec.close()

@@ -111,3 +111,20 @@ def test_forbid_realtime_priority_is_per_thread():
     t.join()
     assert result["dropped"] is True
     assert result["fifo"] is False  # the capability is gone for this thread, root or not
+
+
+@pytest.mark.parametrize("shape", [(480, 640), (482, 646), (96, 128), (30, 40)])
+def test_image_stats_histogram_is_exactly_the_stride_grid(shape):
+    from lerobot_recorder.dataset.stats import ImageStatsAccumulator
+
+    rng = np.random.default_rng(sum(shape))
+    acc = ImageStatsAccumulator(*shape)
+    frames = [rng.integers(0, 256, (*shape, 3), dtype=np.uint8) for _ in range(3)]
+    for f in frames:
+        acc.update(f)
+    s = acc.stride
+    want = np.zeros((3, 256), np.int64)
+    for f in frames:
+        for c in range(3):
+            want[c] += np.bincount(f[::s, ::s, c].ravel(), minlength=256)
+    assert np.array_equal(acc.hist, want) and acc.frames == 3

@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import json
 import math
+import sys
 import time
 import traceback
 from dataclasses import dataclass, replace
@@ -26,7 +27,7 @@ from rclpy.event_handler import PublisherEventCallbacks
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import CameraInfo, Image, JointState
-from std_msgs.msg import Float64MultiArray
+from std_msgs.msg import Float64MultiArray, Header
 
 from lerobot_core.dds_transport import use_large_image_transport
 from lerobot_core.image_conversion import fill_image_msg
@@ -45,6 +46,10 @@ QOS_STATE = qos.RELIABLE
 QOS_IMAGE = qos.IMAGES
 QOS_COMMAND = qos.RELIABLE
 QOS_LATCHED = qos.LATCHED
+# sim/tick_ack: std_msgs/Header, frame_id = the consumer's name, stamp = the newest sim time it has taken
+# in completely; a stamp of TICK_ACK_RELEASE says it needs no more ticks (it finished)
+TICK_ACK_TOPIC = "sim/tick_ack"
+TICK_ACK_RELEASE = Time(sec=2**31 - 1, nanosec=0)
 
 
 @dataclass(frozen=True)
@@ -63,11 +68,16 @@ class BridgeConfig:
     single_camera_name: str
     robot_description_file: str
     idle_republish_s: float
+    required_consumers: tuple[str, ...] = ()
 
 
 def has_subscribers(publisher) -> bool:
     """Whether a volatile topic has a matched subscriber (publishing to none would reach no one)."""
     return publisher.get_subscription_count() > 0
+
+
+def _ns_of(stamp: Time) -> int:
+    return stamp.sec * 1_000_000_000 + stamp.nanosec
 
 
 def _stamp(ns: int) -> Time:
@@ -98,11 +108,20 @@ class SimBridgeNode(LifecycleNode):
         self._done_since: float | None = None
         self._target: np.ndarray | None = None
         self._steps_done = 0
+        self._late_periods = 0  # realtime: control periods skipped because a step overran its period
+        self._rt_origin = 0.0
+        self._rt_slot = 0
         self._t_start = time.monotonic()
         self._camera_infos: dict[str, CameraInfo] = {}
         self._last_result: StepResult | None = None
         self._last_publish = 0.0
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
+        # lockstep: a command waits here until every required consumer took in the current tick
+        self._pending_action: np.ndarray | None = None
+        self._acks: dict[str, int] = {}  # consumer -> newest acknowledged sim time [ns]
+        self._seen_consumers: set[str] = set()
+        self._watch_timer = None
+        self.fatal_error = ""  # why the node stopped itself (run_node exits non-zero with it)
 
     def lockstep_loop(self) -> LockstepCommandLoop:
         """The node's :class:`LockstepCommandLoop`; from the next configure on, its lockstep command
@@ -160,6 +179,12 @@ class SimBridgeNode(LifecycleNode):
             "lockstep: republish the last observation when no command came "
             "for this long, so late subscribers get a first observation (0 = never)",
         )
+        self._declare(
+            "required_consumers",
+            [""],
+            "lockstep: node names that must acknowledge each tick on sim/tick_ack before the sim steps "
+            "past it (e.g. [recorder]); the sim stops when one of them leaves the graph",
+        )
         self._declare("autostart", False, "configure and activate right after start")
 
     def _declare_extra(self) -> None:
@@ -193,6 +218,7 @@ class SimBridgeNode(LifecycleNode):
             single_camera_name=p("single_camera_name").value,
             robot_description_file=p("robot_description_file").value,
             idle_republish_s=float(p("idle_republish_s").value),
+            required_consumers=tuple(n for n in p("required_consumers").value if n),
         )
 
     # ------------------------------------------------------------------ lifecycle
@@ -224,6 +250,15 @@ class SimBridgeNode(LifecycleNode):
                 self._pubs["robot_description"] = pub
         self._create_extra_publishers()
         self._setup_commands()
+        if self.cfg.mode == "lockstep" and self.cfg.required_consumers:
+            self._acks = {}
+            self._seen_consumers = set()
+            self._command_subscription(Header, TICK_ACK_TOPIC, self._on_tick_ack)
+            self._watch_timer = self.create_timer(0.5, self._watch_consumers, clock=self._steady)
+            self.get_logger().info(
+                f"lockstep: each tick waits for the acknowledgement of {list(self.cfg.required_consumers)} "
+                f"on {TICK_ACK_TOPIC}"
+            )
         if self._command_loop is not None:
             served = [s for s in self._subs if s.callback_group is self._command_loop.group]
             self._command_loop.serve(served)
@@ -250,6 +285,9 @@ class SimBridgeNode(LifecycleNode):
         # would only move when it steps), and realtime means wall-clock pacing. Stamps in realtime mode
         # come from the node clock, so use_sim_time is honoured there.
         if self.cfg.mode == "realtime":
+            # rcl timers keep absolute deadlines (origin + k periods) and skip, not queue, the ones a
+            # long step overran; _on_timer counts those skips as late periods
+            self._rt_origin, self._rt_slot = time.monotonic(), 0
             self._timer = self.create_timer(1.0 / self.session.fps, self._on_timer, clock=self._steady)
         elif self.cfg.idle_republish_s > 0:
             self._timer = self.create_timer(self.cfg.idle_republish_s, self._on_idle, clock=self._steady)
@@ -274,10 +312,11 @@ class SimBridgeNode(LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def _cleanup(self) -> None:
-        for timer in (self._timer, self._diag_timer):
+        for timer in (self._timer, self._diag_timer, self._watch_timer):
             if timer is not None:
                 self.destroy_timer(timer)
-        self._timer = self._diag_timer = None
+        self._timer = self._diag_timer = self._watch_timer = None
+        self._pending_action = None
         for pub in list(self._pubs.values()) + [p for pair in self._cam_pubs.values() for p in pair]:
             self.destroy_publisher(pub)
         self._pubs.clear()
@@ -351,7 +390,66 @@ class SimBridgeNode(LifecycleNode):
         self._steps_done += 1
         self._publish(result)
 
+    def _count_late_periods(self) -> None:
+        """Realtime: count the control periods since the last call that got no step (skipped deadlines)."""
+        slot = int((time.monotonic() - self._rt_origin) * self.session.fps)
+        missed = slot - self._rt_slot - 1
+        self._rt_slot = slot
+        if missed > 0:
+            self._late_periods += missed
+            self.get_logger().warn(
+                f"realtime: {self._late_periods} control period(s) of {1e3 / self.session.fps:.1f} ms missed "
+                "so far (a step overran its period; the machine is too busy for this rate)",
+                throttle_duration_sec=5.0,
+            )
+
+    # ------------------------------------------------------------------ lockstep consumers
+    def _lockstep_step(self, action: np.ndarray) -> None:
+        """Lockstep: step with ``action`` once every required consumer took in the current tick."""
+        self._pending_action = action
+        self._step_if_acknowledged()
+
+    def _waiting_for(self) -> list[str]:
+        now = self.session.sim_time_ns if self.session is not None else 0
+        return [n for n in self.cfg.required_consumers if self._acks.get(n, -1) < now]
+
+    def _step_if_acknowledged(self) -> None:
+        if self._pending_action is None or self._waiting_for():
+            return
+        action, self._pending_action = self._pending_action, None
+        self._step(action)
+
+    def _on_tick_ack(self, msg: Header) -> None:
+        name = msg.frame_id
+        if name not in self.cfg.required_consumers:
+            return
+        ns = msg.stamp.sec * 1_000_000_000 + msg.stamp.nanosec
+        if msg.stamp.sec == TICK_ACK_RELEASE.sec and self._acks.get(name) != ns:
+            self.get_logger().info(f"lockstep: consumer {name!r} finished; the sim no longer waits for it")
+        self._acks[name] = max(ns, self._acks.get(name, -1))
+        self._step_if_acknowledged()
+
+    def _watch_consumers(self) -> None:
+        """A required consumer that left the graph (died) stops the sim: nothing may run past it."""
+        if self.fatal_error:
+            return
+        present = {name for name, _ns in self.get_node_names_and_namespaces()}
+        for name in self.cfg.required_consumers:
+            if name in present:
+                self._seen_consumers.add(name)
+            elif name in self._seen_consumers and self._acks.get(name) != _ns_of(TICK_ACK_RELEASE):
+                t = (self.session.sim_time_ns if self.session is not None else 0) / 1e9
+                self.fatal_error = (
+                    f"required consumer {name!r} left the ROS graph at sim time {t:.3f} s (did it die?); "
+                    "stopping the simulation (lockstep never runs past a consumer)"
+                )
+                self.get_logger().error(self.fatal_error)
+                self._active = False
+                rclpy.try_shutdown(context=self.context)
+                return
+
     def _on_timer(self) -> None:
+        self._count_late_periods()
         if self.session.episode.done:
             now = time.monotonic()
             self._done_since = self._done_since or now
@@ -487,8 +585,15 @@ class SimBridgeNode(LifecycleNode):
                 KeyValue(key="episode_index", value=str(ep.episode_index)),
                 KeyValue(key="step", value=str(ep.step)),
                 KeyValue(key="steps_per_s", value=f"{self._steps_done / elapsed:.1f}"),
+                KeyValue(key="late_periods", value=str(self._late_periods)),
+                KeyValue(
+                    key="waiting_for",
+                    value=",".join(self._waiting_for()) if self.cfg.required_consumers else "",
+                ),
             ],
         )
+        if self._late_periods:
+            status.level = DiagnosticStatus.WARN
         msg = DiagnosticArray(status=[status])
         msg.header.stamp = self.get_clock().now().to_msg()
         self._pubs["diagnostics"].publish(msg)
@@ -503,19 +608,24 @@ def _make_node(node_cls) -> SimBridgeNode:
 
 
 def _spin(node: SimBridgeNode) -> None:
+    # what exists now (modules, the env, message types) lives as long as the process: keep it out of
+    # the full collections that message churn triggers every few hundred steps (a full collection in
+    # realtime mode is a missed control period)
+    gc.freeze()
     if node._command_loop is None:
         rclpy.spin(node)
-        return
-    # what exists now (modules, the env, message types) lives as long as the process: keep it out of
-    # the full collections that message churn triggers every few hundred steps
-    gc.freeze()
-    node._command_loop.spin()
+    else:
+        node._command_loop.spin()
 
 
-def _safe_state(node: SimBridgeNode) -> None:
+def _safe_state(node: SimBridgeNode) -> int:
     node._active = False
     node._hold_current()
     node._cleanup()
+    if node.fatal_error:  # the sim stopped itself (a required consumer died): say why, exit 1
+        print(f"sim: {node.fatal_error}", file=sys.stderr, flush=True)
+        return 1
+    return 0
 
 
 def run_node(node_cls, args=None) -> int:

@@ -50,7 +50,7 @@ class GymBridgeNode(SimBridgeNode):
         self._last_action = action
         self._target = action
         if self.cfg.mode == "lockstep":
-            self._step(action)
+            self._lockstep_step(action)
 
     def _realtime_action(self):
         # without a command yet, a generic env has no safe "hold" action: wait

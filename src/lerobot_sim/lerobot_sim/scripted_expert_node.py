@@ -1,8 +1,10 @@
 """``scripted_expert``: drives the simulated SO-101 with the scripted expert, one command per observation.
 
 Subscribes joint_states and sim/cube_pose, restarts its plan when sim/episode_info shows a new episode,
-and answers every joint_states message with a forward_position_controller/commands target. Against a
-lockstep sim this is a closed ping-pong loop; against a realtime sim it commands at the sim's rate.
+and answers every joint_states message with a joint_commands target stamped with the stamp of the
+observation it answers (so a recorder aligns each action with its observation in sim time), then
+acknowledges that tick on sim/tick_ack. Against a lockstep sim this is a closed ping-pong loop;
+against a realtime sim it commands at the sim's rate.
 """
 
 from __future__ import annotations
@@ -13,13 +15,13 @@ import numpy as np
 from geometry_msgs.msg import PoseStamped
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray
+from std_msgs.msg import Header
 
 from lerobot_core.ros import qos
 from lerobot_core.ros.node import run_node
 from lerobot_core.ros.params import declare
 from lerobot_msgs.msg import EpisodeInfo
-from lerobot_sim.bridge_base import QOS_COMMAND, QOS_STATE
+from lerobot_sim.bridge_base import QOS_COMMAND, QOS_STATE, TICK_ACK_TOPIC
 from lerobot_sim.expert import ScriptedExpert
 from lerobot_sim.so101_model import JOINT_NAMES
 
@@ -35,9 +37,8 @@ class ScriptedExpertNode(Node):
         self._cube: np.ndarray | None = None
         self._answered: tuple[int, int] | None = None  # stamp of the last observation answered
         self._answered_at = 0.0
-        self._pub = self.create_publisher(
-            Float64MultiArray, "forward_position_controller/commands", QOS_COMMAND
-        )
+        self._pub = self.create_publisher(JointState, "joint_commands", QOS_COMMAND)
+        self._ack = self.create_publisher(Header, TICK_ACK_TOPIC, QOS_COMMAND)
         self.create_subscription(PoseStamped, "sim/cube_pose", self._on_cube, QOS_STATE)
         self.create_subscription(EpisodeInfo, "sim/episode_info", self._on_info, QOS_STATE)
         # depth 1: after a slow answer only the newest observation counts (no backlog of stale ones)
@@ -71,7 +72,10 @@ class ScriptedExpertNode(Node):
         self._answered, self._answered_at = stamp, now
         q = np.array([msg.position[index[n]] for n in JOINT_NAMES])
         action = self.expert.act(q, self._cube)
-        self._pub.publish(Float64MultiArray(data=action.tolist()))
+        command = JointState(name=list(JOINT_NAMES), position=action.tolist())
+        command.header.stamp = msg.header.stamp
+        self._pub.publish(command)
+        self._ack.publish(Header(stamp=msg.header.stamp, frame_id=self.get_name()))
 
 
 def main(args=None) -> int:

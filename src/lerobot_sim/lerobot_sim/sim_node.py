@@ -107,9 +107,15 @@ class SimNode(SimBridgeNode):
         self._target = target
         self._last_command_time = time.monotonic()
         if self.cfg.mode == "lockstep":
-            self._step(self._target)
+            self._lockstep_step(self._target)
 
     def _on_joint_commands(self, msg: JointState) -> None:
+        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        # lockstep: a stamped command answers the observation of that stamp; one for an earlier tick (a
+        # repeated answer to a republished observation) must not step the sim a second time
+        lockstep = self.cfg is not None and self.cfg.mode == "lockstep" and self.session is not None
+        if lockstep and stamp and stamp != self.session.sim_time_ns:
+            return
         self._apply(
             "joint_commands", lambda: positions_by_name(msg.name, msg.position, JOINT_NAMES, self._target)
         )

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import format as fmt
+from .check import data_row_count
 from .errors import DatasetError
 from .stats import stats_from_json
 from .storage import JOURNAL, WORK_DIR
@@ -46,6 +47,7 @@ class DatasetReader:
             )
         self._tables: dict[tuple[int, int], pa.Table] = {}
         self._video_cache: tuple[str, int, np.ndarray] | None = None
+        self._num_rows: int | None = None
 
     # -------------------------------------------------------------------------------- overview
     @property
@@ -54,7 +56,13 @@ class DatasetReader:
 
     @property
     def num_frames(self) -> int:
-        return int(self.info["total_frames"])
+        """Rows the data parquet files really hold (their footers), not what info.json claims.
+
+        A dataset whose info.json disagrees is damaged: `lerobot-dataset-info --check` says how.
+        """
+        if self._num_rows is None:
+            self._num_rows = data_row_count(self.root, self.episodes)
+        return self._num_rows
 
     def __len__(self) -> int:
         return self.num_frames

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import cv2
 import numpy as np
 
 from .format import QUANTILE_KEYS, QUANTILES
@@ -53,12 +54,19 @@ class ImageStatsAccumulator:
         self.stride = stats_stride(height, width)
         self.hist = np.zeros((3, 256), dtype=np.int64)
         self.frames = 0
-        self._offsets = np.array([0, 256, 512], dtype=np.int32)
 
     def update(self, rgb: np.ndarray) -> None:
-        sub = rgb[:: self.stride, :: self.stride].reshape(-1, 3)
-        idx = (sub.astype(np.int32) + self._offsets).ravel()
-        self.hist += np.bincount(idx, minlength=768).reshape(3, 256)
+        """Add the frame's pixels on the stride grid (rows and columns 0, stride, 2*stride, ...)."""
+        h, w = rgb.shape[:2]
+        s = self.stride
+        if s > 1 and h % s == 0 and w % s == 0:
+            # nearest-neighbour downscale by exactly 1/s samples pixel (s*i, s*j): the stride grid,
+            # ~10x cheaper than slicing a strided view (OpenCV, GIL released)
+            sub = cv2.resize(rgb, (w // s, h // s), interpolation=cv2.INTER_NEAREST)
+        else:
+            sub = np.ascontiguousarray(rgb[::s, ::s])
+        for c in range(3):
+            self.hist[c] += cv2.calcHist([sub], [c], None, [256], [0, 256]).ravel().astype(np.int64)
         self.frames += 1
 
     def result(self) -> dict[str, np.ndarray] | None:

@@ -26,8 +26,34 @@ _LOG = logging.getLogger(__name__)
 os.environ.setdefault("SVT_LOG", "1")
 
 
+# LeRobot 0.4.4's effective encoder settings. Its source (lerobot/datasets/video_utils.py) passes
+# libsvtav1, yuv420p, g 2, crf 30 and, when the caller gives no preset, preset "12". But LeRobot 0.4.4
+# pins PyAV 15 (av>=15,<16), whose wheels bundle SVT-AV1 3.0.0, and SVT-AV1 3.0.0 maps preset 12 to
+# M10 ("Preset M12 is mapped to M10" in its log): LeRobot encodes at M10. Our PyAV 18 bundles SVT-AV1
+# 4.1.0, which maps 12 to M11 (visibly worse on sudden scene changes), so LeRobot's quality here is
+# preset 10. The writer, the live recorder and the bag import default to these; faster presets stay
+# available as options (docs/benchmarks.md prints what they cost in quality).
+LEROBOT_VIDEO_SETTINGS = {"vcodec": "libsvtav1", "pix_fmt": "yuv420p", "g": 2, "crf": 30, "preset": 10}
+
 # Encoders that take a constant-quality `crf` option.
 _CRF_CODECS = {"h264", "libx264", "hevc", "libx265", "libsvtav1", "libaom-av1"}
+
+# Hardware encoders PyAV may expose, in the order `vcodec="auto"` tries them. Being in the FFmpeg
+# build is not enough (nvenc/qsv are compiled into the PyPI wheels): an encoder counts as available
+# only if it opens on this machine (driver + device present), see probe_encoder().
+HW_ENCODERS = (
+    "av1_nvenc",
+    "hevc_nvenc",
+    "h264_nvenc",
+    "av1_qsv",
+    "hevc_qsv",
+    "h264_qsv",
+    "av1_vaapi",
+    "hevc_vaapi",
+    "h264_vaapi",
+)
+# How each hardware family spells constant quality (the `crf` value is passed through).
+_HW_QUALITY = {"nvenc": {"rc": "constqp", "qp": None}, "qsv": {"global_quality": None}, "vaapi": {"qp": None}}
 _SENTINEL = None
 
 # Encoder threads (and the codec's worker threads, which inherit it) run this much nicer than the
@@ -102,25 +128,86 @@ def rgb_to_yuv420p(frame: np.ndarray, out: np.ndarray | None = None) -> np.ndarr
     return out
 
 
-def resolve_encoder(vcodec: str) -> str:
-    """Name of the PyAV encoder for `vcodec` ("h264" -> libx264, ...); DatasetError if absent."""
+def probe_encoder(name: str) -> str | None:
+    """None if encoder `name` opens on this machine, else why not (one line)."""
     try:
-        return av.codec.Codec(vcodec, "w").name
+        codec = av.codec.Codec(name, "w")
+    except Exception as exc:
+        return f"not in this PyAV/FFmpeg build ({type(exc).__name__})"
+    formats = [f.name for f in (codec.video_formats or ())]
+    pix_fmt = next((f for f in ("yuv420p", "nv12") if f in formats), formats[0] if formats else "yuv420p")
+    try:
+        ctx = av.CodecContext.create(codec)
+        ctx.width, ctx.height, ctx.pix_fmt = 256, 256, pix_fmt
+        ctx.time_base = Fraction(1, 30)
+        ctx.open()
+        del ctx  # closed when collected
+    except Exception as exc:  # no driver, no device, no permission: FFmpeg says which
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return f"does not open here ({text})"
+    return None
+
+
+def detect_hw_encoders(candidates: tuple[str, ...] = HW_ENCODERS) -> dict[str, str | None]:
+    """{encoder: None if usable else the reason}, for each candidate in order."""
+    return {name: probe_encoder(name) for name in candidates}
+
+
+def resolve_encoder(vcodec: str, candidates: tuple[str, ...] = HW_ENCODERS) -> str:
+    """Name of the PyAV encoder for `vcodec` ("h264" -> libx264, "auto" -> first usable of
+    `candidates`, else LeRobot's libsvtav1); DatasetError if absent or, for a hardware encoder,
+    unusable on this machine."""
+    if vcodec == "auto":
+        found = detect_hw_encoders(candidates)
+        usable = [name for name, why in found.items() if why is None]
+        if usable:
+            return usable[0]
+        _LOG.info("vcodec auto: no hardware encoder usable here, using libsvtav1")
+        return LEROBOT_VIDEO_SETTINGS["vcodec"]
+    try:
+        name = av.codec.Codec(vcodec, "w").name
     except Exception as exc:
         raise DatasetError(f"video codec {vcodec!r} has no encoder in this PyAV/FFmpeg build: {exc}") from exc
+    if name in HW_ENCODERS:
+        why = probe_encoder(name)
+        if why is not None:
+            raise DatasetError(
+                f"video codec {vcodec!r}: hardware encoder {why}; use vcodec 'auto' to fall back to "
+                "libsvtav1 when no hardware encoder works, or pick a software codec"
+            )
+    return name
+
+
+def encoder_pix_fmt(vcodec: str, pix_fmt: str) -> str:
+    """`pix_fmt`, or the hardware encoder's 4:2:0 input format when it does not take `pix_fmt`."""
+    try:
+        formats = [f.name for f in (av.codec.Codec(vcodec, "w").video_formats or ())]
+    except Exception:
+        return pix_fmt
+    if not formats or pix_fmt in formats:
+        return pix_fmt
+    return next((f for f in ("nv12", "yuv420p") if f in formats), pix_fmt)
 
 
 def codec_options(vcodec: str, g: int | None, crf: int | None, preset: int | str | None) -> dict[str, str]:
     options: dict[str, str] = {}
     if g is not None:
         options["g"] = str(g)
+    family = next((f for f in _HW_QUALITY if vcodec.endswith("_" + f)), None)
     if crf is not None and vcodec in _CRF_CODECS:
         options["crf"] = str(crf)
+    elif crf is not None and family is not None:
+        options.update({k: (str(crf) if v is None else v) for k, v in _HW_QUALITY[family].items()})
     if vcodec == "libsvtav1":
-        options["preset"] = str(12 if preset is None else preset)
+        options["preset"] = str(LEROBOT_VIDEO_SETTINGS["preset"] if preset is None else preset)
     elif preset is not None:
         options["preset"] = str(preset)
     return options
+
+
+def describe_settings(vcodec: str, pix_fmt: str, options: dict[str, str]) -> str:
+    """One line with every encoder setting, e.g. "libsvtav1 yuv420p crf=30 g=2 preset=12"."""
+    return " ".join([vcodec, pix_fmt, *(f"{k}={v}" for k, v in sorted(options.items()))])
 
 
 class CameraEncoder:

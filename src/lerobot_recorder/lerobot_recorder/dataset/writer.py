@@ -13,7 +13,7 @@ import logging
 import os
 import queue
 import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 
@@ -41,7 +41,16 @@ from .tables import (
     tasks_table,
     write_parquet,
 )
-from .video import CameraEncoder, codec_options, concat_mp4, count_frames, resolve_encoder, video_info
+from .video import (
+    CameraEncoder,
+    codec_options,
+    concat_mp4,
+    count_frames,
+    describe_settings,
+    encoder_pix_fmt,
+    resolve_encoder,
+    video_info,
+)
 
 _LOG = logging.getLogger(__name__)
 
@@ -66,6 +75,28 @@ class _Column:
 
     def values(self) -> np.ndarray:
         return self._buf[: self._n]
+
+
+class _EncodedVideo:
+    """Stands in for a CameraEncoder whose episode mp4 is already on disk (save_encoded_episode)."""
+
+    class _Stats:
+        def __init__(self, stats):
+            self._stats = {k: np.asarray(v) for k, v in stats.items()} if stats else None
+
+        def result(self):
+            return self._stats
+
+    def __init__(self, path: Path, stats: Mapping[str, np.ndarray] | None, frames: int):
+        self.path = path
+        self.stats = self._Stats(stats)
+        self.frames_encoded = frames
+
+    def finish(self) -> None:
+        pass
+
+    def cancel(self) -> None:
+        pass
 
 
 def _mb(path: Path) -> float:
@@ -233,7 +264,7 @@ class DatasetWriter:
         self._user_key_set = set(self._user_keys)
         self._schema = fmt.data_schema(self.features)
         self.vcodec = resolve_encoder(vcodec) if self.video_keys else vcodec
-        self.pix_fmt = pix_fmt
+        self.pix_fmt = encoder_pix_fmt(self.vcodec, pix_fmt) if self.video_keys else pix_fmt
         self._options = codec_options(self.vcodec, g, crf, preset)
         self._queue_size = int(queue_size)
         self._block = on_backpressure == "block"
@@ -283,6 +314,11 @@ class DatasetWriter:
     @property
     def total_frames(self) -> int:
         return int(self.info["total_frames"])
+
+    @property
+    def encoder_settings(self) -> str:
+        """Every video encoder setting in one line, e.g. "libsvtav1 yuv420p crf=30 g=2 preset=10"."""
+        return describe_settings(self.vcodec, self.pix_fmt, self._options)
 
     @property
     def episode_frames(self) -> int:
@@ -478,6 +514,52 @@ class DatasetWriter:
         shutil.rmtree(self._episode_dir(), ignore_errors=True)
         self._reset_episode()
         return summary
+
+    def save_encoded_episode(
+        self,
+        columns: Mapping[str, object],
+        tasks: Sequence[str],
+        videos: Mapping[str, tuple[Path, Mapping[str, np.ndarray]]],
+    ) -> dict:
+        """Commit an episode whose video was encoded elsewhere (a parallel bag-import worker).
+
+        `columns`: every non-video user feature, N rows each; `tasks`: the N per-frame task strings;
+        `videos`: per camera, an mp4 holding exactly these N frames from pts 0 (encoded with this
+        writer's settings) and its image statistics. The mp4 is moved into the dataset (concatenated
+        by remuxing, as save_episode does); the same checks and the same atomic commit apply.
+        """
+        self._check_writable()
+        if self._n:
+            raise DatasetError(
+                f"episode {self.total_episodes} is being recorded; save or discard it before adding an encoded one"
+            )
+        n = len(tasks)
+        if set(columns) != set(self._columns) or set(videos) != set(self.video_keys):
+            raise DatasetError(
+                f"encoded episode: features {sorted(columns)} + videos {sorted(videos)}, "
+                f"expected {sorted(self._columns)} + {sorted(self.video_keys)}"
+            )
+        for key, values in columns.items():
+            if len(values) != n:
+                raise DatasetError(f"encoded episode: {key!r} has {len(values)} rows for {n} tasks")
+            for v in values:
+                self._columns[key].append(v)
+        self._frame_tasks = list(tasks)
+        ep_dir = self._episode_dir()  # the commit stages files from inside the dataset folder
+        shutil.rmtree(ep_dir, ignore_errors=True)
+        ep_dir.mkdir(parents=True)
+        for key, (path, stats) in videos.items():
+            local = ep_dir / f"{key}.mp4"
+            shutil.move(str(path), local)
+            self._encoders[key] = _EncodedVideo(local, stats, n)
+        self._encoded = True
+        self._n = n
+        try:
+            return self.save_episode()
+        except BaseException:
+            shutil.rmtree(self._episode_dir(), ignore_errors=True)
+            self._reset_episode()
+            raise
 
     def _episode_table(self, ep: int, n: int, task_indices: np.ndarray) -> tuple[pa.Table, dict]:
         start = self.total_frames

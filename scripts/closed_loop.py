@@ -1,0 +1,182 @@
+#!/usr/bin/env python
+"""The closed loop in simulation, one command: record through ROS, train with LeRobot, deploy through ROS.
+
+    source env.sh
+    python scripts/closed_loop.py --demos 20 --steps 2000 --eval-episodes 20 --out outputs/closed_loop
+
+1. records --demos scripted-expert episodes with `lerobot-launch record_sim_so101` (lockstep, sim
+   time: the sim waits for the expert and the recorder, so no tick is dropped), seeds from 0;
+2. trains ACT with LeRobot's own `lerobot-train` (scripts/lerobot_train_offline.py, run by the
+   interpreter of a LeRobot 0.4.4 venv: --lerobot-python, default /work/lerobot-ref-venv/bin/python);
+3. evaluates every saved checkpoint (the learning curve), the scripted expert and a random policy with
+   `lerobot-sim-eval` through ROS (lockstep) on the same --eval-seed.. seeds, never used for demos;
+4. writes <out>/metrics.json and prints #demos, training time and pc_success of each policy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(cmd: list[str], log: Path, env: dict | None = None) -> float:
+    """Run ``cmd`` with its output in ``log``; returns the wall time; raises naming the step on failure."""
+    print(f"$ {' '.join(cmd)}  (log {log})", flush=True)
+    t0 = time.monotonic()
+    with open(log, "w") as f:
+        code = subprocess.call(cmd, stdout=f, stderr=subprocess.STDOUT, env=env)
+    took = time.monotonic() - t0
+    if code != 0:
+        tail = "".join(open(log, errors="replace").readlines()[-20:])
+        raise SystemExit(f"closed_loop: {cmd[0]} failed with code {code} after {took:.0f} s; {log}:\n{tail}")
+    return took
+
+
+def evaluate(policy: str, args, out: Path, name: str) -> dict:
+    path = out / f"eval_{name}.json"
+    cmd = ["lerobot-sim-eval", "--env", "so101_cube", "--episodes", str(args.eval_episodes)]
+    cmd += ["--policy", policy, "--output", str(path), "--seed", str(args.eval_seed)]
+    cmd += ["--image-size", str(args.image_size[0]), str(args.image_size[1])]
+    if args.max_steps:
+        cmd += ["--max-steps", str(args.max_steps)]
+    took = run(cmd, out / f"eval_{name}.log")
+    agg = json.loads(path.read_text())["aggregated"]
+    print(f"  {name}: pc_success {agg['pc_success']:.1f} ({took:.0f} s)", flush=True)
+    return {"policy": policy, "pc_success": agg["pc_success"], "avg_max_reward": agg["avg_max_reward"]}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=ROOT / "outputs" / "closed_loop")
+    ap.add_argument("--demos", type=int, default=20, help="recorded scripted-expert episodes")
+    ap.add_argument("--episode-time", type=float, default=4.0, help="recorded episode length [s sim time]")
+    ap.add_argument("--image-size", type=int, nargs=2, default=(96, 128), metavar=("H", "W"))
+    ap.add_argument("--steps", type=int, default=2000, help="training steps")
+    ap.add_argument(
+        "--save-freq", type=int, default=500, help="checkpoint (and learning-curve point) every N steps"
+    )
+    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--chunk-size", type=int, default=20)
+    ap.add_argument("--eval-episodes", type=int, default=20)
+    ap.add_argument("--eval-seed", type=int, default=1000, help="first eval seed (demos use seeds from 0)")
+    ap.add_argument("--max-steps", type=int, default=150, help="eval episode step limit (0 = env's 300)")
+    ap.add_argument("--lerobot-python", default="/work/lerobot-ref-venv/bin/python")
+    ap.add_argument("--keep", action="store_true", help="reuse an existing dataset / training in --out")
+    args = ap.parse_args()
+    out = args.out.absolute()
+    if out.exists() and not args.keep:
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    dataset = out / "dataset"
+    metrics: dict = {"settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}}
+
+    # 1. record through ROS, lockstep
+    if not (dataset / "meta" / "info.json").exists():
+        h, w = args.image_size
+        rec_s = run(
+            [
+                "lerobot-launch",
+                "record_sim_so101",
+                f"dataset_root:={dataset}",
+                f"num_episodes:={args.demos}",
+                f"episode_time_s:={args.episode_time}",
+                "reset_time_s:=0.0",
+                f"image_height:={h}",
+                f"image_width:={w}",
+            ],
+            out / "record.log",
+        )
+        metrics["record_s"] = rec_s
+    info = json.loads((dataset / "meta" / "info.json").read_text())
+    dropped = (
+        [line for line in open(out / "record.log") if "dropped ticks" in line]
+        if (out / "record.log").exists()
+        else []
+    )
+    metrics["demos"] = info["total_episodes"]
+    metrics["demo_frames"] = info["total_frames"]
+    metrics["record_dropped_ticks"] = sum(
+        int(line.split(" dropped ticks")[0].rsplit(" ", 1)[-1]) for line in dropped if "saved" in line
+    )
+    print(
+        f"demos: {metrics['demos']} episodes, {metrics['demo_frames']} frames, "
+        f"{metrics['record_dropped_ticks']} dropped ticks",
+        flush=True,
+    )
+
+    # 2. train with LeRobot's lerobot-train
+    train_dir = out / "train"
+    if not (train_dir / "checkpoints").exists():
+        if train_dir.exists():
+            shutil.rmtree(train_dir)
+        env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", WANDB_MODE="disabled")
+        cmd = [args.lerobot_python, str(ROOT / "scripts" / "lerobot_train_offline.py")]
+        cmd += [
+            "--dataset.repo_id=local/closed_loop",
+            f"--dataset.root={dataset}",
+            "--dataset.video_backend=pyav",
+            "--policy.type=act",
+            "--policy.device=cpu",
+            "--policy.pretrained_backbone_weights=null",
+            "--policy.push_to_hub=false",
+            f"--policy.chunk_size={args.chunk_size}",
+            f"--policy.n_action_steps={args.chunk_size}",
+            "--policy.dim_model=128",
+            "--policy.dim_feedforward=512",
+            "--policy.n_encoder_layers=2",
+            "--policy.n_decoder_layers=1",
+            f"--batch_size={args.batch_size}",
+            f"--steps={args.steps}",
+            f"--save_freq={args.save_freq}",
+            "--log_freq=10",
+            "--num_workers=0",
+            "--eval_freq=0",
+            "--wandb.enable=false",
+            f"--output_dir={train_dir}",
+        ]
+        metrics["train_s"] = run(cmd, out / "train.log", env=env)
+    losses = [line.strip() for line in open(out / "train.log") if " loss:" in line]
+    metrics["train_log"] = [line[line.find("step:") :] for line in losses]
+    print(f"training: {args.steps} steps in {metrics.get('train_s', float('nan')):.0f} s", flush=True)
+
+    # 3. evaluate through ROS on seeds never used for demos
+    results = {}
+    checkpoints = sorted(p for p in (train_dir / "checkpoints").iterdir() if p.name.isdigit())
+    for ckpt in checkpoints:
+        results[f"act_step_{int(ckpt.name)}"] = evaluate(
+            str(ckpt / "pretrained_model"), args, out, f"act_{ckpt.name}"
+        )
+    results["scripted"] = evaluate("scripted", args, out, "scripted")
+    results["random"] = evaluate("random", args, out, "random")
+    metrics["eval"] = results
+    metrics["eval_seeds"] = [args.eval_seed, args.eval_seed + args.eval_episodes - 1]
+    final = results[f"act_step_{int(checkpoints[-1].name)}"]["pc_success"] if checkpoints else float("nan")
+    expert = results["scripted"]["pc_success"]
+    metrics["trained_vs_expert"] = final / expert if expert else None
+
+    # 4. metrics JSON + summary
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
+    print()
+    print(
+        f"demos: {metrics['demos']} ({metrics['demo_frames']} frames, {metrics['record_dropped_ticks']} dropped ticks)"
+    )
+    print(
+        f"training time: {metrics.get('train_s', float('nan')):.0f} s for {args.steps} steps (batch {args.batch_size})"
+    )
+    print(f"pc_success on seeds {metrics['eval_seeds'][0]}..{metrics['eval_seeds'][1]}:")
+    for name, r in results.items():
+        print(f"  {name:>16}: {r['pc_success']:5.1f}  (avg max reward {r['avg_max_reward']:.3f})")
+    print(f"metrics: {out / 'metrics.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
