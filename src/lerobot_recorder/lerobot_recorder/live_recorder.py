@@ -278,7 +278,7 @@ class LiveRecorder:
         self._ack_topics = {
             t
             for t, st in self.contract.streams.items()
-            if st.required and st.msgtype != STRING and st.timeline != RECEIVE
+            if st.required and st.msgtype not in LATCHED_TYPES and st.timeline != RECEIVE
         }
         self._stamp_only = (
             {t for t, st in self.contract.streams.items() if st.msgtype in IMAGE_TYPES}
