@@ -15,10 +15,21 @@ exec 9>"$VENV.lock"
 flock 9  # two test runs at once: the second waits, then finds .ready
 fail() { echo "make-lerobot-ref-venv: $*" >&2; exit 1; }
 pipi() { "$VENV/bin/pip" install -q --disable-pip-version-check "$@" || fail "pip install $* failed (is the package index reachable?)"; }
+# the LeRobot plugins of this repository (lerobot_plugins/, docs/lerobot_plugins.md), editable, without
+# dependencies (tests/test_lerobot_plugins.py puts this checkout's lerobot_core on their path)
+install_plugins() {
+    for plugin in lerobot_robot_ros lerobot_teleoperator_ros lerobot_camera_ros; do
+        pipi --no-deps -e "$ROOT/lerobot_plugins/$plugin"
+    done
+}
 if [ -f "$VENV/.ready" ]; then
     # venvs made before the ROS wheels were part of the recipe: add them (additive, nothing removed)
     if ! "$VENV/bin/python" -c "import rclpy" 2>/dev/null; then
         pipi -r "$ROOT/requirements-ros-wheels.txt"
+    fi
+    if ! "$VENV/bin/python" -c "import rerun, lerobot_robot_ros" 2>/dev/null; then  # plugins came later too
+        pipi 'rerun-sdk>=0.24,<0.27'
+        install_plugins
     fi
     echo "make-lerobot-ref-venv: $VENV is ready"
     exit 0
@@ -31,9 +42,10 @@ pipi torch==2.14.1 torchvision==0.29.1
 pipi --no-deps lerobot==0.4.4
 pipi 'datasets<5' 'huggingface-hub<0.36' draccus==0.10.0 'av<16' jsonlines einops \
     deepdiff termcolor safetensors 'opencv-python-headless<4.13' gymnasium pandas pyarrow accelerate \
-    imageio 'diffusers<0.36' pyserial
+    imageio 'diffusers<0.36' pyserial 'rerun-sdk>=0.24,<0.27'  # rerun: lerobot-record imports it
 # rclpy & co.: the project's pytest plugin (loaded by any pytest run in this venv) imports rclpy.
 pipi -r "$ROOT/requirements-ros-wheels.txt"
+install_plugins
 "$VENV/bin/python" -c "import lerobot, torch, torchvision; print('lerobot', lerobot.__version__, 'torch', torch.__version__)" \
     || fail "LeRobot does not import in $VENV"
 touch "$VENV/.ready"  # the LeRobot-compat tests look for this marker

@@ -116,9 +116,14 @@ nodes:
     )
     proc = launch(str(profile))
     try:
-        time.sleep(0.5)  # any time: the order of the stop is what is checked
+        lines = []
+        for line in proc.stdout:  # both nodes started (the runner's SIGINT handler is in place)
+            lines.append(line)
+            if "started driver" in line:
+                break
         os.killpg(proc.pid, signal.SIGINT)
         out, _ = proc.communicate(timeout=60)
+        out = "".join(lines) + out
     finally:
         proc.kill()
     assert proc.returncode == 0, out

@@ -35,6 +35,7 @@ import rclpy
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.clock import Clock, ClockType
+from rclpy.duration import Duration
 from rclpy.exceptions import InvalidHandle
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy_impl
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
@@ -337,6 +338,13 @@ class RecorderNode(LifecycleNode):
         msg = Header(frame_id=self.get_name())
         msg.stamp.sec = TICK_ACK_RELEASE_SEC
         self._publish_ack(msg)
+        if self._ack_pub is not None:
+            # the node leaves the graph right after this: make sure the sim has the release first, or
+            # it takes the departure for a death
+            try:
+                self._ack_pub.wait_for_all_acked(Duration(seconds=2.0))
+            except (_rclpy_impl.RCLError, InvalidHandle):
+                pass
 
     def _publish_ack(self, msg: Header) -> None:
         if self._ack_pub is None:

@@ -120,6 +120,7 @@ class SimBridgeNode(LifecycleNode):
         self._pending_action: np.ndarray | None = None
         self._acks: dict[str, int] = {}  # consumer -> newest acknowledged sim time [ns]
         self._seen_consumers: set[str] = set()
+        self._missing: set[str] = set()  # consumers gone from the graph at the last watch
         self._watch_timer = None
         self.fatal_error = ""  # why the node stopped itself (run_node exits non-zero with it)
 
@@ -238,7 +239,9 @@ class SimBridgeNode(LifecycleNode):
         self._pubs["env_state"] = self._observation_publisher(
             Float64MultiArray, "observation/environment_state", QOS_STATE
         )
-        self._pubs["diagnostics"] = self._observation_publisher(DiagnosticArray, "diagnostics", 10)
+        self._pubs["diagnostics"] = self._observation_publisher(
+            DiagnosticArray, "/diagnostics", 10
+        )  # one /diagnostics per system, like the drivers
         if self.cfg.mode == "lockstep" and self.cfg.publish_clock:
             self._pubs["clock"] = self._observation_publisher(ClockMsg, "/clock", QOS_LATCHED)
         if self.cfg.robot_description_file:
@@ -253,6 +256,7 @@ class SimBridgeNode(LifecycleNode):
         if self.cfg.mode == "lockstep" and self.cfg.required_consumers:
             self._acks = {}
             self._seen_consumers = set()
+            self._missing = set()
             self._command_subscription(Header, TICK_ACK_TOPIC, self._on_tick_ack)
             self._watch_timer = self.create_timer(0.5, self._watch_consumers, clock=self._steady)
             self.get_logger().info(
@@ -437,7 +441,11 @@ class SimBridgeNode(LifecycleNode):
         for name in self.cfg.required_consumers:
             if name in present:
                 self._seen_consumers.add(name)
+                self._missing.discard(name)
             elif name in self._seen_consumers and self._acks.get(name) != _ns_of(TICK_ACK_RELEASE):
+                if name not in self._missing:  # one more watch period for a release still in flight
+                    self._missing.add(name)
+                    continue
                 t = (self.session.sim_time_ns if self.session is not None else 0) / 1e9
                 self.fatal_error = (
                     f"required consumer {name!r} left the ROS graph at sim time {t:.3f} s (did it die?); "

@@ -8,7 +8,7 @@ import rclpy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Header
 
-from lerobot_bringup.testing import MessageCollector, RosProcess, wait_until
+from lerobot_core.ros.testing import MessageCollector, RosProcess, wait_until
 from lerobot_msgs.msg import EpisodeInfo
 from lerobot_sim.bridge_base import QOS_COMMAND, TICK_ACK_TOPIC
 from lerobot_sim.so101_model import JOINT_NAMES

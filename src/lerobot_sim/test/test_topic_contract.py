@@ -81,7 +81,7 @@ def test_sim_topics_and_types_equal_the_real_follower_driver(ros_node, tmp_path)
         )
         with driver, sim:
             real_pubs, real_subs = _stable_interface(
-                ros_node, "follower", "/real", {"joint_states", "diagnostics"}
+                ros_node, "follower", "/real", {"joint_states", "/diagnostics"}
             )
             sim_pubs, sim_subs = _stable_interface(
                 ros_node,
