@@ -40,6 +40,7 @@ setup(
     license="Apache-2.0",
     entry_points={
         "console_scripts": [
+            "control_arbiter = lerobot_policy_node.control_arbiter_node:main",
             "lerobot-policy-predict = lerobot_policy_node.predict_cli:main",
             "lerobot-ros-replay = lerobot_policy_node.replay_cli:main",
             "policy = lerobot_policy_node.policy_node:main",

@@ -43,6 +43,7 @@ setup(
             "sim = lerobot_sim.sim_node:main",
             "gym_bridge = lerobot_sim.gym_bridge_node:main",
             "scripted_expert = lerobot_sim.scripted_expert_node:main",
+            "corrective_human = lerobot_sim.corrective_human_node:main",
             "evaluator = lerobot_sim.evaluator_node:main",
             "gz_command_relay = lerobot_sim.gz_command_relay_node:main",
             "lerobot-sim-eval = lerobot_sim.eval_cli:main",

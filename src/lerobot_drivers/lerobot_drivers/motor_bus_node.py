@@ -22,6 +22,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
+from std_srvs.srv import SetBool
 from trajectory_msgs.msg import JointTrajectory
 
 from lerobot_core.rate import RateMeter
@@ -106,6 +107,11 @@ class MotorBusNode(LifecycleNode):
         # absolute: every arm of a robot (a leader in its namespace too) reports on the one /diagnostics
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", qos.RELIABLE)
         self._diag_timer = self.create_timer(self.cfg.diagnostics_period_s, self._publish_diagnostics)
+        # a leader arm with active motors (human-in-the-loop): torque on -> it follows joint_commands
+        self._leader_driven = False
+        self._torque_request: Optional[tuple[bool, threading.Event, list]] = None
+        if self.cfg.read_only:
+            self.create_service(SetBool, "torque_enable", self._on_torque_enable)
         if self.cfg.autostart:
             autostart_timer(self, on_failure=self._autostart_failed)
 
@@ -300,7 +306,7 @@ class MotorBusNode(LifecycleNode):
             self._timed_out = False
         if self.cfg.read_only:
             self.arm.set_torque(False)
-            self._torque_on = False
+            self._torque_on = self._leader_driven = False
         else:
             self.arm.hold_present()
             self._torque_on = True
@@ -458,7 +464,8 @@ class MotorBusNode(LifecycleNode):
                     if not self.context.ok():
                         break
                     raise
-                if not self.cfg.read_only:
+                self._apply_torque_request()
+                if not self.cfg.read_only or self._leader_driven:
                     self._command_step(sample)
                 if time.monotonic() - last_health >= self.cfg.diagnostics_period_s:
                     last_health = time.monotonic()
@@ -534,6 +541,50 @@ class MotorBusNode(LifecycleNode):
         if report.step_limited:
             self._stats["step_limited"] += 1
         self.arm.write_goals(goals)
+
+    # ------------------------------------------------ leader with active motors
+    def _on_torque_enable(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
+        """Leader only: true = hold the present pose and follow joint_commands; false = torque off (free).
+
+        The bus thread owns the port, so the request is applied there and awaited here.
+        """
+        if self.arm is None or not self._running.is_set():
+            response.success, response.message = False, f"{self.get_name()} is not active: no torque change"
+            return response
+        done, result = threading.Event(), []
+        with self._lock:
+            self._torque_request = (bool(request.data), done, result)
+        if not done.wait(2.0):
+            response.success, response.message = (
+                False,
+                "the bus thread did not apply the torque change in 2 s",
+            )
+            return response
+        response.success, response.message = result[0], result[1]
+        return response
+
+    def _apply_torque_request(self) -> None:
+        with self._lock:
+            req, self._torque_request = self._torque_request, None
+        if req is None:
+            return
+        on, done, result = req
+        try:
+            if on:
+                with self._lock:
+                    self._target, self._timed_out = None, False
+                self.arm.hold_present()
+                if not self._cmd_subs:
+                    self._create_command_subscriptions()
+            else:
+                self._destroy_command_subscriptions()
+                self.arm.set_torque(False)
+            self._torque_on = self._leader_driven = on
+            result += [True, "torque on: following joint_commands" if on else "torque off: free to move"]
+        except BusError as exc:
+            result += [False, f"torque {'on' if on else 'off'} failed: {exc}"]
+        self.get_logger().info(result[1])
+        done.set()
 
     # ---------------------------------------------------------------- output
     def _publish_sample(self, sample: JointSample) -> None:

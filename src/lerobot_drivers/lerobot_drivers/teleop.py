@@ -67,6 +67,7 @@ class TeleopMapper:
                 scale = LinearMap(ls.lower, ls.upper, fs.lower, fs.upper)
             self._pairs[leader_prefix + src] = (follower_prefix + dst, scale)
         self._limits = {follower_prefix + n: lim for n, lim in follower.limits.items()}
+        self._leader_limits = {leader_prefix + n: lim for n, lim in leader.limits.items()}
 
     @property
     def leader_names(self):
@@ -82,4 +83,23 @@ class TeleopMapper:
             dst, scale = pair
             v = scale(value) if scale else float(value)
             out[dst] = self._limits[dst].clamp(v)
+        return out
+
+    def inverse(self, names: Sequence[str], positions: Sequence[float]) -> dict[str, float]:
+        """Follower joint state -> leader targets (rad): where the leader must stand to mirror the follower.
+
+        Used when the leader arm's motors are driven (human-in-the-loop pause): the gripper range is
+        mapped back, every value is clamped to the leader's joint limits.
+        """
+        back = {dst: (src, scale) for src, (dst, scale) in self._pairs.items()}
+        out = {}
+        for name, value in zip(names, positions, strict=False):
+            pair = back.get(name)
+            if pair is None or not math.isfinite(value):
+                continue
+            src, scale = pair
+            v = float(value)
+            if scale is not None:
+                v = LinearMap(scale.dst_lo, scale.dst_hi, scale.src_lo, scale.src_hi)(v)
+            out[src] = self._leader_limits[src].clamp(v) if src in self._leader_limits else v
         return out

@@ -4,6 +4,12 @@ Subscribes ``leader_joint_states`` (default /leader/joint_states), publishes the
 ``joint_commands`` (sensor_msgs/JointState, positions by name) at ``rate_hz`` while the leader is
 fresh; when the leader goes quiet for ``leader_timeout_s`` it stops sending, so the follower's own
 command timeout puts it in its safe state.
+
+With ``mirror_follower`` (a leader with active motors, human-in-the-loop), it also maps the follower's
+``follower_joint_states`` back to the leader (``TeleopMapper.inverse``) and publishes them on
+``leader_joint_commands`` at ``rate_hz`` (the leader bus follows them only while its torque is on),
+and ``leader_mirror_error`` (std_msgs/Float64, rad): the largest |leader - mirrored follower| over the
+joints, which the control arbiter waits on before a takeover.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from functools import partial
 
 from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64
 
 from lerobot_core.robots import get_robot_spec
 from lerobot_core.ros import qos
@@ -33,6 +40,7 @@ class TeleopConfig:
     rate_hz: float
     leader_timeout_s: float
     autostart: bool
+    mirror_follower: bool = False
 
 
 class TeleopNode(LifecycleNode):
@@ -60,7 +68,20 @@ class TeleopNode(LifecycleNode):
                 range=(0.01, 10.0),
             ),
             autostart=p("autostart", False, "configure and activate right after start"),
+            mirror_follower=p(
+                "mirror_follower",
+                False,
+                "publish the follower's pose mapped to the leader (leader_joint_commands, leader_mirror_error)",
+            ),
         )
+        self._follower = None
+        self._leader_raw: dict[str, float] = {}
+        if self.cfg.mirror_follower:
+            self.pub_mirror = self.create_lifecycle_publisher(JointState, "leader_joint_commands", qos.LATEST)
+            self.pub_mirror_error = self.create_lifecycle_publisher(
+                Float64, "leader_mirror_error", qos.LATEST
+            )
+            self.create_subscription(JointState, "follower_joint_states", self._on_follower, qos.LATEST)
         self.mapper = None
         self._latest = None
         self._latest_t = 0.0
@@ -117,8 +138,29 @@ class TeleopNode(LifecycleNode):
         with self._lock:
             self._latest = targets
             self._latest_t = time.monotonic()
+            if self.cfg.mirror_follower:
+                self._leader_raw = dict(zip(msg.name, msg.position, strict=False))
+
+    def _on_follower(self, msg: JointState) -> None:
+        with self._lock:
+            self._follower = (list(msg.name), list(msg.position))
+
+    def _mirror(self) -> None:
+        with self._lock:
+            follower, leader = self._follower, self._leader_raw
+        if follower is None or self.mapper is None:
+            return
+        target = self.mapper.inverse(*follower)
+        msg = JointState(name=list(target), position=[float(v) for v in target.values()])
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self.pub_mirror.publish(msg)
+        errors = [abs(leader[n] - v) for n, v in target.items() if n in leader]
+        if errors:
+            self.pub_mirror_error.publish(Float64(data=float(max(errors))))
 
     def _tick(self) -> None:
+        if self.cfg.mirror_follower:
+            self._mirror()
         with self._lock:
             targets, age = self._latest, time.monotonic() - self._latest_t
         if not targets:

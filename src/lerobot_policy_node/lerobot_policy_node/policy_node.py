@@ -25,6 +25,7 @@ from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray, String
+from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from lerobot_core import topics
@@ -99,6 +100,7 @@ class PolicyNode(LifecycleNode):
         self.create_service(
             LoadPolicy, "policy/load_policy", self._on_load_policy, callback_group=self._cb_group
         )
+        self.create_service(Trigger, "policy/reset", self._on_reset, callback_group=self._cb_group)
         self._action_server = ActionServer(
             self,
             RunPolicy,
@@ -497,6 +499,22 @@ class PolicyNode(LifecycleNode):
             if self._state_machine.current_state[0] != StateMsg.PRIMARY_STATE_UNCONFIGURED:
                 self._create_io()
             self._set_status(PolicyStatus.STATE_INACTIVE, "loaded")
+        return response
+
+    def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        """Restart a running policy from the present state: empty action queue, fresh observation history.
+
+        The control arbiter calls it when control returns to the policy after a pause or an intervention.
+        """
+        c = self.controller
+        if c is None or not c.running:
+            response.success, response.message = False, "the policy is not running: nothing to reset"
+            return response
+        with self._lock:
+            c.stop()
+            self._chunk_index = 0
+            c.start()
+        response.success, response.message = True, "action queue and observation history reset"
         return response
 
     def _on_goal(self, goal) -> GoalResponse:

@@ -2,6 +2,8 @@
 
 LeRobot's keys: right arrow ends the episode early (or the reset), left arrow re-records the
 episode, Esc stops and finalizes. Extras: space starts an episode, ``q`` = Esc.
+Human-in-the-loop (``KeyDecoder(hil=True)``), LeRobot's HIL bindings: space pauses the policy,
+``c`` takes control, ``p`` returns control to the policy; ``s`` starts an episode.
 The terminal is put in cbreak mode with termios (echo off, no line buffering) and restored on exit.
 """
 
@@ -13,6 +15,8 @@ import termios
 import tty
 
 RIGHT, LEFT, ESC, START, UNKNOWN = "right", "left", "esc", "start", "unknown"
+PAUSE, TAKEOVER, RESUME = "pause", "takeover", "resume"
+_HIL_KEYS = {b" ": PAUSE, b"c": TAKEOVER, b"C": TAKEOVER, b"p": RESUME, b"P": RESUME}
 
 _SEQUENCES = {
     b"\x1b[C": RIGHT,
@@ -25,8 +29,9 @@ _SEQUENCES = {
 class KeyDecoder:
     """Bytes from the terminal in, key names out; a lone ESC is told from an arrow's prefix by a pause."""
 
-    def __init__(self):
+    def __init__(self, hil: bool = False):
         self._buf = b""
+        self._hil = hil
 
     def feed(self, data: bytes, more_pending: bool = False) -> list[str]:
         """Decode ``data``; ``more_pending`` = more bytes are already waiting (keep an ESC prefix open)."""
@@ -62,7 +67,9 @@ class KeyDecoder:
                 continue
             ch = b[:1]
             self._buf = b[1:]
-            if ch in (b"q", b"Q"):
+            if self._hil and ch in _HIL_KEYS:
+                keys.append(_HIL_KEYS[ch])
+            elif ch in (b"q", b"Q"):
                 keys.append(ESC)
             elif ch in (b" ", b"s", b"S"):
                 keys.append(START)

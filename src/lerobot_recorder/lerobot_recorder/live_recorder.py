@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from lerobot_core.alignment import RECEIVE, Aligner
-from lerobot_core.contract import IMAGE_TYPES, STRING, Contract
+from lerobot_core.contract import CONTROL_STATUS, IMAGE_TYPES, LATCHED_TYPES, Contract
 
 from .dataset import DatasetError, DatasetWriter
 from .dataset import format as dsfmt
@@ -190,6 +190,7 @@ def select_streams(contract: Contract, wanted: tuple[str, ...]) -> Contract:
     topics = {s.topic for v in vectors.values() for s in v} | {v.topic for v in images.values()}
     if contract.task_topic:
         topics.add(contract.task_topic)
+    topics |= {e.topic for e in contract.extras.values()}  # the control mode gates every frame
     streams = {t: s for t, s in contract.streams.items() if t in topics}
     if not vectors and not images:
         raise RecorderError(f"streams {list(wanted)} select no feature to record")
@@ -242,7 +243,7 @@ class LiveRecorder:
         self._streams = self.contract.streams
         expected = {}
         for topic, st in self._streams.items():
-            if st.msgtype == STRING:
+            if st.msgtype in LATCHED_TYPES:  # published on change: no rate to expect
                 expected[topic] = 0.0
             elif st.msgtype in IMAGE_TYPES:
                 expected[topic] = float(self.contract.fps)
@@ -254,7 +255,7 @@ class LiveRecorder:
                 topic=topic,
                 expected_rate_hz=expected[topic],
                 stale_after_s=(st.max_staleness if st.max_staleness else 1e9)
-                if st.msgtype != STRING
+                if st.msgtype not in LATCHED_TYPES
                 else 1e9,
             )
             for topic, st in self._streams.items()
@@ -277,7 +278,7 @@ class LiveRecorder:
         self._ack_topics = {
             t
             for t, st in self.contract.streams.items()
-            if st.required and st.msgtype != STRING and st.timeline != RECEIVE
+            if st.required and st.msgtype not in LATCHED_TYPES and st.timeline != RECEIVE
         }
         self._stamp_only = (
             {t for t, st in self.contract.streams.items() if st.msgtype in IMAGE_TYPES}
@@ -360,7 +361,7 @@ class LiveRecorder:
                     if (
                         got is None
                         or got[0] != tuple(v["shape"])
-                        or (v["dtype"] != "video" and list(got[1] or []) != list(v["names"]))
+                        or (v["dtype"] != "video" and list(got[1] or []) != list(v["names"] or []))
                     ):
                         raise EpisodeError(
                             f"feature {k} of the contract ({tuple(v['shape'])}, {v.get('names')}) does not "
@@ -555,6 +556,8 @@ class LiveRecorder:
         """Hand aligned frames to the writer; returns an error text when the episode cannot go on."""
         for fr in frames:
             try:
+                if self._resolved.paused(fr.values):
+                    continue  # the control arbiter holds the robot: a pause is not part of the episode
                 if self.writer is not None and self.cfg.mode != "raw":
                     frame, task = self._resolved.make_frame(fr.values)
                     self.writer.add_frame(frame, task=self._task_override or task)
@@ -690,6 +693,12 @@ class LiveRecorder:
             history_s=self.cfg.history_s,
         )
         ep = self._episode = _Episode(self._controller.episode_index, aligner, t_begin_ns)
+        # the arbiter's mode published before the start is still in force (it changes on transitions only)
+        for topic, st in resolved.streams.items():
+            data = self._latest_raw.get(topic)
+            if st.msgtype == CONTROL_STATUS and data is not None:
+                value, stamp, _ = resolved.extract(topic, self._decode(topic, data), None, t_begin_ns)
+                aligner.push(topic, value, stamp_ns=stamp, receive_ns=t_begin_ns)
         with self._audit_lock:
             self._audit.reset(self._mono())
         if self.raw is not None:

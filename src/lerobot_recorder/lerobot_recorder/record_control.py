@@ -9,6 +9,15 @@ Raw termios input: works over SSH and in a plain console, no X server or pynput 
 talks to the node over ROS only (its services, and recorder/status for the status line), so it can
 run on another machine of the same ROS graph. ``--command stop|discard|finalize|start`` sends one
 request and exits (scripts, tests).
+
+With ``--arbiter [NAME]`` (human-in-the-loop, a ``control_arbiter`` node running), LeRobot's HIL keys:
+
+    space                pause the policy: the follower holds, the leader arm mirrors it
+    c                    take control with the leader arm (an intervention)
+    p                    return control to the policy (same episode)
+    s                    start an episode (when idle)
+
+and ``--command pause|takeover|resume`` sends one arbiter input.
 """
 
 from __future__ import annotations
@@ -25,7 +34,17 @@ from lerobot_core.ros import qos
 from lerobot_core.ros.node import run_node
 from lerobot_msgs.msg import RecorderStatus
 from lerobot_msgs.srv import StartEpisode
-from lerobot_recorder.keyboard import ESC, LEFT, RIGHT, START, KeyDecoder, RawTerminal
+from lerobot_recorder.keyboard import (
+    ESC,
+    LEFT,
+    PAUSE,
+    RESUME,
+    RIGHT,
+    START,
+    TAKEOVER,
+    KeyDecoder,
+    RawTerminal,
+)
 
 STATE_NAMES = {
     RecorderStatus.STATE_UNCONFIGURED: "unconfigured",
@@ -37,6 +56,8 @@ STATE_NAMES = {
     RecorderStatus.STATE_ERROR: "ERROR",
 }
 KEY_COMMANDS = {RIGHT: "stop", LEFT: "discard", ESC: "finalize", START: "start"}
+ARBITER_COMMANDS = {PAUSE: "pause", TAKEOVER: "takeover", RESUME: "resume"}
+MODE_NAMES = {0: "POLICY", 1: "HUMAN", 2: "PAUSED"}  # lerobot_msgs/ControlStatus.MODE_*
 
 
 def status_line(s: RecorderStatus) -> str:
@@ -53,8 +74,22 @@ def status_line(s: RecorderStatus) -> str:
 
 
 class RecordControl(Node):
-    def __init__(self, recorder: str = "recorder"):
+    def __init__(self, recorder: str = "recorder", arbiter: str = ""):
         super().__init__("record_control")
+        self.arbiter_client = None
+        self.control = None  # the arbiter's latest lerobot_msgs/ControlStatus
+        if arbiter:
+            from lerobot_msgs.msg import ControlStatus
+            from lerobot_msgs.srv import ArbiterCommand
+
+            ans = arbiter.rstrip("/")
+            self.arbiter_client = self.create_client(ArbiterCommand, f"{ans}/command")
+            self.create_subscription(
+                ControlStatus,
+                f"{ans}/status",
+                lambda m: setattr(self, "control", m),
+                qos.LATCHED,
+            )
         ns = recorder.rstrip("/")
         self.services_by_command = {
             "stop": self.create_client(Trigger, f"{ns}/stop_episode"),
@@ -69,10 +104,18 @@ class RecordControl(Node):
         self.status = msg
 
     def call(self, command: str, timeout: float = 120.0, task: str = "") -> tuple[bool, str]:
-        client = self.services_by_command[command]
-        if not client.wait_for_service(timeout_sec=5.0):
-            return False, f"service {client.srv_name} not available: is the recorder node running?"
-        req = client.srv_type.Request()
+        if command in ARBITER_COMMANDS.values():
+            client = self.arbiter_client
+            if client is None:
+                return False, f"{command} needs --arbiter (the control_arbiter node's namespace)"
+            if not client.wait_for_service(timeout_sec=5.0):
+                return False, f"service {client.srv_name} not available: is the control_arbiter node running?"
+            req = client.srv_type.Request(command=command)
+        else:
+            client = self.services_by_command[command]
+            if not client.wait_for_service(timeout_sec=5.0):
+                return False, f"service {client.srv_name} not available: is the recorder node running?"
+            req = client.srv_type.Request()
         if command == "start":
             req.task = task
         fut = client.call_async(req)
@@ -88,7 +131,18 @@ class RecordControl(Node):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="lerobot-record-control", description=__doc__.split("\n\n")[0])
     ap.add_argument("--recorder", default="recorder", help="recorder namespace/name (default: recorder)")
-    ap.add_argument("--command", choices=sorted(KEY_COMMANDS.values()), help="send one request and exit")
+    ap.add_argument(
+        "--arbiter",
+        nargs="?",
+        const="arbiter",
+        default="",
+        help="human-in-the-loop: the control_arbiter's namespace (default when given: arbiter)",
+    )
+    ap.add_argument(
+        "--command",
+        choices=sorted([*KEY_COMMANDS.values(), *ARBITER_COMMANDS.values()]),
+        help="send one request and exit",
+    )
     ap.add_argument("--task", default="", help="task text for start (default: the node's)")
     args, ros_args = ap.parse_known_args(argv)
 
@@ -97,18 +151,24 @@ def main(argv=None) -> int:
             ok, message = node.call(args.command, task=args.task)
             print(("ok: " if ok else "error: ") + message)
             return 0 if ok else 1
-        return interactive(node, args.task)
+        return interactive(node, args.task, hil=bool(args.arbiter))
 
-    return run_node(lambda: RecordControl(args.recorder), ros_args or None, main_loop=control)
+    return run_node(lambda: RecordControl(args.recorder, args.arbiter), ros_args or None, main_loop=control)
 
 
-def interactive(node: RecordControl, task: str) -> int:
+def interactive(node: RecordControl, task: str, hil: bool = False) -> int:
     fd = sys.stdin.fileno()
     out = sys.stdout
-    out.write(
-        "keys: -> end episode/reset   <- re-record   Esc/q stop+finalize   space start   (Ctrl-C quit)\n"
-    )
-    decoder = KeyDecoder()
+    if hil:
+        out.write(
+            "keys: space pause   c take control   p back to the policy   -> end episode   "
+            "<- re-record   Esc/q stop+finalize   s start   (Ctrl-C quit)\n"
+        )
+    else:
+        out.write(
+            "keys: -> end episode/reset   <- re-record   Esc/q stop+finalize   space start   (Ctrl-C quit)\n"
+        )
+    decoder = KeyDecoder(hil=hil)
     last = ""
     with RawTerminal(fd) as term:
         while rclpy.ok():
@@ -116,7 +176,7 @@ def interactive(node: RecordControl, task: str) -> int:
             if keys is None:  # stdin closed
                 return 0
             for key in keys:
-                command = KEY_COMMANDS.get(key)
+                command = KEY_COMMANDS.get(key) or ARBITER_COMMANDS.get(key)
                 if command is None:
                     continue
                 ok, message = node.call(command, task=task)
@@ -126,6 +186,8 @@ def interactive(node: RecordControl, task: str) -> int:
                     return 0
             if node.status is not None:
                 line = status_line(node.status)
+                if node.control is not None:
+                    line = f"[{MODE_NAMES.get(node.control.mode, node.control.mode)}] " + line
                 if line != last:
                     out.write("\r\x1b[K" + line)
                     out.flush()

@@ -21,7 +21,9 @@ A contract is a YAML file (reference and example: docs/recording.md, config/cont
 Supported message types: sensor_msgs/msg/JointState, std_msgs/msg/Float64MultiArray and
 trajectory_msgs/msg/JointTrajectory (first point) for vector features; sensor_msgs/msg/Image
 (rgb8, bgr8, rgba8, bgra8, mono8) and sensor_msgs/msg/CompressedImage (jpeg, png) for
-``observation.images.<name>``; std_msgs/msg/String for the task.
+``observation.images.<name>``; std_msgs/msg/String for the task; lerobot_msgs/msg/ControlStatus
+(the control arbiter's mode) for ``complementary_info.is_intervention`` / ``complementary_info.<x>``
+with ``field: mode`` (human-in-the-loop; ticks while the arbiter holds make no frame: ``paused``).
 
 Each *topic* is one alignment stream (``lerobot_core.alignment.StreamSpec`` named by the
 topic). Use:
@@ -45,7 +47,11 @@ from .extraction import msgtype_of  # noqa: F401 (the package is the public API)
 from .model import Contract  # noqa: F401
 from .schema import (  # noqa: F401
     COMPRESSED_IMAGE,
+    CONTROL_FIELDS,
+    CONTROL_MODE_HOLD,
+    CONTROL_STATUS,
     DEFAULT_MAX_STALENESS,
+    EXTRA_PREFIX,
     FIELDS,
     FLOAT64_MULTI_ARRAY,
     HEADERLESS_TYPES,
@@ -54,6 +60,7 @@ from .schema import (  # noqa: F401
     IMAGE_TYPES,
     JOINT_STATE,
     JOINT_TRAJECTORY,
+    LATCHED_TYPES,
     NORM_MODES,
     QOS,
     STREAM_KEYS,
@@ -61,6 +68,7 @@ from .schema import (  # noqa: F401
     UNITS,
     VECTOR_TYPES,
     ContractError,
+    ExtraSource,
     ImageSource,
     TopicStream,
     VectorSource,

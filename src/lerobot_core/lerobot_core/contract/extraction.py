@@ -22,6 +22,8 @@ from lerobot_core.image_conversion import (
 
 from .schema import (
     COMPRESSED_IMAGE,
+    CONTROL_FIELDS,
+    CONTROL_STATUS,
     FLOAT64_MULTI_ARRAY,
     IMAGE,
     JOINT_STATE,
@@ -208,9 +210,14 @@ def _extract_text(contract, topic: str, mtype: str, msg) -> str:
     return str(msg.data)
 
 
+def _extract_control(contract, topic: str, mtype: str, msg) -> dict:
+    return {name: getattr(msg, name) for name in CONTROL_FIELDS}
+
+
 # type -> (contract, topic, type, msg) -> the value an aligner stream stores
 EXTRACTORS: dict[str, Callable[[Any, str, str, Any], Any]] = {
     **dict.fromkeys(VECTOR_VALUES, _extract_vector),
     **dict.fromkeys(IMAGE_READERS, _extract_image),
     STRING: _extract_text,
+    CONTROL_STATUS: _extract_control,
 }

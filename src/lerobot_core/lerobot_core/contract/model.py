@@ -28,10 +28,12 @@ from .extraction import (
     vector_values,
 )
 from .schema import (
+    CONTROL_MODE_HOLD,
     IMAGE_PREFIX,
     JOINT_STATE,
     VECTOR_TYPES,
     ContractError,
+    ExtraSource,
     ImageSource,
     TopicStream,
     VectorSource,
@@ -61,6 +63,7 @@ class Contract:
     task_topic: str | None = None
     calibration: dict[str, tuple[float, float, str]] = field(default_factory=dict)
     source: str = "<contract>"
+    extras: dict[str, ExtraSource] = field(default_factory=dict)  # complementary_info.* per frame
 
     # ------------------------------------------------------------------ loading
     @classmethod
@@ -244,7 +247,16 @@ class Contract:
                 "shape": (src.height, src.width, 3),
                 "names": ["height", "width", "channels"],
             }
+        for feature, src in self.extras.items():
+            out[feature] = {"dtype": src.dtype, "shape": (1,), "names": None}
         return out
+
+    def paused(self, values: Mapping[str, Any]) -> bool:
+        """True when a tick falls in a pause of the control arbiter (such ticks make no frame)."""
+        return any(
+            (v := values.get(src.topic)) is not None and v["mode"] == CONTROL_MODE_HOLD
+            for src in self.extras.values()
+        )
 
     # ------------------------------------------------------------------ per message
     def _layout(self, topic: str) -> list[tuple[str, str]]:
@@ -333,6 +345,11 @@ class Contract:
                     f"(the dataset's {feature} is {src.width}x{src.height})"
                 )
             frame[feature] = rgb
+        for feature, src in self.extras.items():
+            v = values.get(src.topic)
+            if v is None:
+                raise ValueError(f"topic {src.topic}: no data for {feature} at this tick")
+            frame[feature] = np.array([v[src.field]], dtype=src.dtype)
         task = self.task_text
         if self.task_topic is not None and values.get(self.task_topic):
             task = values[self.task_topic]

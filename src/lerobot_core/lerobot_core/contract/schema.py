@@ -21,9 +21,15 @@ JOINT_TRAJECTORY = "trajectory_msgs/msg/JointTrajectory"
 IMAGE = "sensor_msgs/msg/Image"
 COMPRESSED_IMAGE = "sensor_msgs/msg/CompressedImage"
 STRING = "std_msgs/msg/String"
+CONTROL_STATUS = "lerobot_msgs/msg/ControlStatus"  # the control arbiter's mode (human-in-the-loop)
 VECTOR_TYPES = (JOINT_STATE, FLOAT64_MULTI_ARRAY, JOINT_TRAJECTORY)
 IMAGE_TYPES = (IMAGE, COMPRESSED_IMAGE)
 HEADERLESS_TYPES = (FLOAT64_MULTI_ARRAY, STRING)
+LATCHED_TYPES = (STRING, CONTROL_STATUS)  # published on change: the latest value stays valid
+# per-frame extras, named as LeRobot names them (complementary_info.<name>), from the arbiter's status
+EXTRA_PREFIX = "complementary_info."
+CONTROL_FIELDS = {"is_intervention": "bool", "mode": "int64"}  # ControlStatus field -> dataset dtype
+CONTROL_MODE_HOLD = 2  # ControlStatus.MODE_HOLD: paused, no frames
 
 FIELDS = {"position": "pos", "velocity": "vel", "effort": "effort"}
 UNITS = ("radians", "degrees", "normalized")
@@ -34,6 +40,7 @@ STREAM_KEYS = ("policy", "tolerance", "max_staleness", "timeline", "qos", "rate"
 _VECTOR_KEYS = {"topic", "type", "fields", "joints", "prefix", "units", *STREAM_KEYS}
 _IMAGE_KEYS = {"topic", "type", "encoding", "height", "width", *STREAM_KEYS}
 _TASK_KEYS = {"topic", "default", *STREAM_KEYS}
+_EXTRA_KEYS = {"topic", "type", "field", *STREAM_KEYS}
 _TOP_KEYS = {"fps", "robot_type", "units", "task", "calibration", "features", "defaults"}
 DEFAULT_MAX_STALENESS = 0.5  # s: a stream silent this long drops ticks instead of freezing silently
 
@@ -72,7 +79,8 @@ class TopicStream:
             max_staleness_s=self.max_staleness,
             timeline=self.timeline,
             required=self.required,
-            latched=self.msgtype == STRING,  # task text: published on change, valid until replaced
+            latched=self.msgtype
+            in LATCHED_TYPES,  # task text, mode: published on change, valid until replaced
         )
 
 
@@ -87,6 +95,16 @@ class VectorSource:
 
     def names(self) -> list[str]:
         return [f"{self.prefix}{j}.{FIELDS[f]}" for f in self.fields for j in self.joints or ()]
+
+
+@dataclass(frozen=True)
+class ExtraSource:
+    """A per-frame scalar (``complementary_info.<name>``) read from one field of a status message."""
+
+    topic: str
+    msgtype: str
+    field: str
+    dtype: str
 
 
 @dataclass(frozen=True)
@@ -159,7 +177,7 @@ class _Parser:
         required = merged.get("required", True)
         if not isinstance(required, bool):
             raise self.err(f"{key}.required", f"expected true or false, got {required!r}")
-        staleness_default = None if msgtype == STRING else DEFAULT_MAX_STALENESS
+        staleness_default = None if msgtype in LATCHED_TYPES else DEFAULT_MAX_STALENESS
         return TopicStream(
             topic=topic,
             msgtype=msgtype,
@@ -208,6 +226,7 @@ class _Parser:
         streams: dict[str, TopicStream] = {}
         vectors: dict[str, tuple[VectorSource, ...]] = {}
         images: dict[str, ImageSource] = {}
+        extras: dict[str, ExtraSource] = {}
 
         def add_stream(stream: TopicStream, key: str) -> None:
             old = streams.get(stream.topic)
@@ -248,6 +267,21 @@ class _Parser:
                         raise self.err(f"{fkey}.{k}", f"expected a positive integer, got {v!r}")
                 add_stream(self.stream(raw, fkey, topic, mtype, defaults), fkey)
                 images[feature] = ImageSource(topic, mtype, enc, h, w)
+                continue
+            if feature.startswith(EXTRA_PREFIX):
+                raw = self.mapping(spec, fkey, _EXTRA_KEYS)
+                if "topic" not in raw:
+                    raise self.err(f"{fkey}.topic", "missing")
+                topic = self.topic(raw["topic"], f"{fkey}.topic")
+                mtype = self.msgtype(raw, fkey, (CONTROL_STATUS,), CONTROL_STATUS)
+                name = raw.get("field", feature[len(EXTRA_PREFIX) :])
+                fld = self.choice(name, f"{fkey}.field", tuple(CONTROL_FIELDS))
+                # a mode published on change is held until replaced: no staleness from the defaults
+                latched = {
+                    k: v for k, v in defaults.items() if k not in ("policy", "tolerance", "max_staleness")
+                }
+                add_stream(self.stream(raw, fkey, topic, mtype, latched), fkey)
+                extras[feature] = ExtraSource(topic, mtype, fld, CONTROL_FIELDS[fld])
                 continue
             items = spec if isinstance(spec, list) else [spec]
             if not items:
@@ -296,6 +330,7 @@ class _Parser:
             task_topic=task_topic,
             calibration=calibration,
             source=self.source,
+            extras=extras,
         )
 
     def task(self, value, streams: dict, defaults: dict) -> tuple[str | None, str | None]:

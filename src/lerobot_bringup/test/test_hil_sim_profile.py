@@ -1,0 +1,108 @@
+"""`lerobot-launch hil_sim_so101`: a policy (the small ACT test checkpoint, which cannot do the task)
+drives the simulated SO-101, the scripted corrective human takes over and hands back, the recorder
+writes the episodes with complementary_info.is_intervention, and the graph exits by itself."""
+
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lerobot_recorder.dataset import DatasetReader
+
+pytestmark = pytest.mark.ros
+
+ACT_SMALL = (
+    Path(__file__).resolve().parents[2]
+    / "lerobot_policy_node"
+    / "test"
+    / "fixtures"
+    / "act_small"
+    / "pretrained_model"
+)
+
+
+def test_hil_sim_profile_records_interventions_and_exits(tmp_path):
+    from lerobot_core.ament import find_executable
+
+    launcher = find_executable("lerobot_bringup", "lerobot-launch")
+    env = dict(
+        os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", MUJOCO_GL=os.environ.get("MUJOCO_GL", "egl")
+    )
+    out = subprocess.run(
+        [
+            str(launcher),
+            "hil_sim_so101",
+            f"policy_path:={ACT_SMALL}",
+            f"dataset_root:={tmp_path / 'hil'}",
+            "num_episodes:=2",
+            "image_width:=64",
+            "image_height:=48",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    log = out.stdout + out.stderr
+    assert out.returncode == 0, log[-4000:]
+    for transition in (
+        "HOLD -> POLICY",
+        "POLICY -> HOLD (pause)",
+        "HOLD -> HUMAN (takeover)",
+        "HUMAN -> POLICY (resume)",
+    ):
+        assert transition in log, log[-4000:]
+    r = DatasetReader(tmp_path / "hil")
+    assert r.num_episodes == 2
+    flags = np.concatenate(
+        [np.asarray(r.episode(i)["complementary_info.is_intervention"]).reshape(-1) for i in range(2)]
+    )
+    modes = np.concatenate(
+        [np.asarray(r.episode(i)["complementary_info.control_mode"]).reshape(-1) for i in range(2)]
+    )
+    assert flags.any() and not flags.all(), "both the policy and the human drove recorded frames"
+    assert set(modes.tolist()) <= {0, 1}  # no frame from a pause
+    assert list(flags) == [m == 1 for m in modes]
+
+
+def _declared(cls):
+    import rclpy
+
+    from lerobot_core.ros.params import declared_defaults
+
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    try:
+        node = cls(context=ctx)
+        out = declared_defaults(node)
+        node.destroy_node()
+    finally:
+        rclpy.try_shutdown(context=ctx)
+    return {k: v for k, v in out.items() if k != "start_type_description_service"}
+
+
+def test_hil_nodes_config_defaults_and_profile_parameters():
+    import yaml
+
+    from lerobot_bringup.profile import load_profile
+    from lerobot_policy_node.control_arbiter_node import ControlArbiterNode
+    from lerobot_sim.corrective_human_node import CorrectiveHumanNode
+
+    src = Path(__file__).resolve().parents[2]
+    declared = {
+        "control_arbiter": _declared(ControlArbiterNode),
+        "corrective_human": _declared(CorrectiveHumanNode),
+    }
+    for pkg, exe in (("lerobot_policy_node", "control_arbiter"), ("lerobot_sim", "corrective_human")):
+        params = yaml.safe_load((src / pkg / "config" / f"{exe}.yaml").read_text())[exe]["ros__parameters"]
+        assert params == declared[exe], exe
+    for name in ("hil", "hil_sim_so101"):
+        profile = load_profile(
+            src / "lerobot_bringup" / "profiles" / f"{name}.yaml", share_lookup=lambda p: f"/{p}"
+        )
+        for node in profile.nodes:
+            if node.executable in declared:
+                unknown = set(node.parameters) - set(declared[node.executable])
+                assert not unknown, f"{name}: {node.name} sets undeclared parameter(s) {sorted(unknown)}"

@@ -1,0 +1,444 @@
+"""`control_arbiter` node: one driver at a time between the command sources and the robot.
+
+Sources (sensor_msgs/JointState by name): the policy on ``policy/joint_commands`` (the policy node's
+``joint_commands`` remapped) and the human on ``teleop/joint_commands`` (the teleop node's, remapped).
+Out: ``joint_commands`` at ``rate_hz``, through the ROS-free ``arbiter`` (modes POLICY / HUMAN /
+HOLD, bumpless switches from the measured pose within ``max_step_rad``, a silent source -> hold).
+
+Inputs: ``arbiter/command`` (lerobot_msgs/ArbiterCommand: pause, takeover, resume, cycle, save,
+rerecord, stop), the Trigger services ``arbiter/{pause,takeover,resume}``, the terminal keys of
+``lerobot-record-control --arbiter`` and a foot pedal (``pedal_device``, Linux evdev).
+
+With ``mirror_leader``, a leader arm with active motors (motor_bus ``leader/torque_enable``) has its
+torque on while paused, so it follows the follower's pose that the teleop node mirrors onto it
+(teleop ``mirror_follower``); a takeover waits until ``teleop/leader_mirror_error`` has been within
+``mirror_tolerance_rad`` for 3 samples, then the leader's torque goes off and teleop drives. Back to the policy,
+``policy/reset`` empties its action queue and observation history. ``arbiter/status``
+(lerobot_msgs/ControlStatus) carries the mode and every transition; the recorder reads it for
+``complementary_info.is_intervention`` and pauses its frames while the mode is HOLD.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+import rclpy
+from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64
+from std_srvs.srv import SetBool, Trigger
+
+from lerobot_core.robots import get_robot_spec
+from lerobot_core.ros.node import run_node
+from lerobot_msgs.msg import ControlStatus
+from lerobot_msgs.srv import ArbiterCommand
+
+from .arbiter import COMMANDS, Arbiter, ArbiterConfig, Mode, Source, Transition
+from .pedal import PedalError, PedalReader, commands_for, parse_key_map
+from .safety import SafetyLimits
+
+SO101_JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
+QOS_COMMAND = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)  # the newest command only
+QOS_JOINTS = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
+# every transition reaches live subscribers; a late joiner gets the newest
+QOS_STATUS = QoSProfile(
+    depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+)
+RECORDER_SERVICES = {"save": "stop_episode", "rerecord": "discard_episode", "stop": "finalize"}
+INITIAL_MODES = {"policy": Mode.POLICY, "human": Mode.HUMAN, "hold": Mode.HOLD}
+
+
+@dataclass(frozen=True)
+class ControlArbiterConfig:
+    joint_names: list[str]
+    robot: str
+    rate_hz: float
+    max_step_rad: float
+    source_timeout_s: float
+    initial_mode: str
+    reset_policy_on_resume: bool
+    recorder: str
+    mirror_leader: bool
+    mirror_tolerance_rad: float
+    alignment_timeout_s: float
+    pedal_device: str
+    pedal_keys: list[str]
+
+
+class ControlArbiterNode(Node):
+    def __init__(self, **kwargs):
+        super().__init__("control_arbiter", **kwargs)
+        self.cfg = self._read_parameters()
+        names = list(self.cfg.joint_names)
+        self._index = {n: i for i, n in enumerate(names)}
+        self.arbiter = Arbiter(
+            ArbiterConfig(
+                joint_names=tuple(names),
+                limits=self._limits(),
+                source_timeout_s=self.cfg.source_timeout_s,
+                initial_mode=INITIAL_MODES[self.cfg.initial_mode],
+                require_leader_alignment=self.cfg.mirror_leader,
+                alignment_timeout_s=self.cfg.alignment_timeout_s,
+            )
+        )
+        self._lock = threading.Lock()
+        self._present: np.ndarray | None = None
+        self._published_transitions = 0
+        self._last_event, self._last_message = "", f"holding until the {self.cfg.initial_mode} publishes"
+        self._last_transition: Transition | None = None
+        self._leader_torque = False
+        self._leader_errors: collections.deque = collections.deque(maxlen=3)
+        self._group = MutuallyExclusiveCallbackGroup()  # all arbiter state changes are serialized
+        clients = MutuallyExclusiveCallbackGroup()
+
+        self.pub_cmd = self.create_publisher(JointState, "joint_commands", QOS_COMMAND)
+        self.pub_status = self.create_publisher(ControlStatus, "arbiter/status", QOS_STATUS)
+        self.create_subscription(
+            JointState, "joint_states", self._on_joint_states, QOS_JOINTS, callback_group=self._group
+        )
+        self.create_subscription(
+            JointState,
+            "policy/joint_commands",
+            lambda m: self._on_source(Source.POLICY, m),
+            QOS_COMMAND,
+            callback_group=self._group,
+        )
+        self.create_subscription(
+            JointState,
+            "teleop/joint_commands",
+            lambda m: self._on_source(Source.HUMAN, m),
+            QOS_COMMAND,
+            callback_group=self._group,
+        )
+        self.create_service(ArbiterCommand, "arbiter/command", self._on_command, callback_group=self._group)
+        for command in ("pause", "takeover", "resume"):
+            self.create_service(
+                Trigger,
+                f"arbiter/{command}",
+                lambda req, resp, c=command: self._on_trigger(c, resp),
+                callback_group=self._group,
+            )
+        self.cli_policy_reset = self.create_client(Trigger, "policy/reset", callback_group=clients)
+        ns = self.cfg.recorder.rstrip("/")
+        self.cli_recorder = {
+            cmd: self.create_client(Trigger, f"{ns}/{srv}", callback_group=clients)
+            for cmd, srv in RECORDER_SERVICES.items()
+        }
+        if self.cfg.mirror_leader:
+            self.cli_leader_torque = self.create_client(
+                SetBool, "leader/torque_enable", callback_group=clients
+            )
+            self.create_subscription(
+                Float64,
+                "teleop/leader_mirror_error",
+                self._on_mirror_error,
+                QOS_COMMAND,
+                callback_group=self._group,
+            )
+        self._timer = self.create_timer(1.0 / self.cfg.rate_hz, self._tick, callback_group=self._group)
+        self.create_timer(1.0, self._publish_status, callback_group=self._group)
+        self._pedal = None
+        self._pedal_stop = threading.Event()
+        # pedal presses are handed to the executor, so every input runs in the arbiter's callback group
+        self._pedal_inputs: collections.deque = collections.deque()
+        self._pedal_guard = self.create_guard_condition(self._on_pedal_inputs, callback_group=self._group)
+        if self.cfg.pedal_device:
+            key_map = parse_key_map(self.cfg.pedal_keys, COMMANDS)
+            self._pedal = PedalReader(self.cfg.pedal_device)  # a missing/unreadable device fails here
+            self._pedal_thread = threading.Thread(
+                target=self._pedal_loop, args=(key_map,), name="pedal", daemon=True
+            )
+            self._pedal_thread.start()
+        self._publish_status()
+        self.get_logger().info(
+            f"arbitrating policy/joint_commands and teleop/joint_commands -> joint_commands at "
+            f"{self.cfg.rate_hz:g} Hz, starting in {self.cfg.initial_mode}"
+            + (f"; pedal {self.cfg.pedal_device}" if self._pedal else "")
+            + ("; leader mirroring on" if self.cfg.mirror_leader else "")
+        )
+
+    # ------------------------------------------------------------------ parameters
+    def _read_parameters(self) -> ControlArbiterConfig:
+        def p(name, default, description, **kw):
+            self.declare_parameter(
+                name, default, ParameterDescriptor(description=description, read_only=True, **kw)
+            )
+            return self.get_parameter(name).value
+
+        def frange(lo, hi):
+            return {"floating_point_range": [FloatingPointRange(from_value=lo, to_value=hi)]}
+
+        cfg = ControlArbiterConfig(
+            joint_names=p("joint_names", SO101_JOINTS, "the robot's joints, as the sources name them"),
+            robot=p(
+                "robot",
+                "so101_follower",
+                "robot type for joint limits (lerobot_core.robots); empty = none",
+            ),
+            rate_hz=p(
+                "rate_hz", 30.0, "control rate: commands to the robot per second [Hz]", **frange(1.0, 1000.0)
+            ),
+            max_step_rad=p(
+                "max_step_rad",
+                0.05,
+                "max change of any joint command per control step [rad]",
+                **frange(1e-6, 10.0),
+            ),
+            source_timeout_s=p(
+                "source_timeout_s",
+                0.5,
+                "a driving source silent for longer -> hold; also how fresh a source must be to take over [s]",
+                **frange(0.001, 60.0),
+            ),
+            initial_mode=p(
+                "initial_mode",
+                "policy",
+                f"who drives once it first publishes ({' | '.join(INITIAL_MODES)}; hold = wait for an input)",
+            ),
+            reset_policy_on_resume=p(
+                "reset_policy_on_resume", True, "call policy/reset when control returns to the policy"
+            ),
+            recorder=p("recorder", "recorder", "recorder namespace for save / rerecord / stop"),
+            mirror_leader=p(
+                "mirror_leader",
+                False,
+                "leader arm with active motors: mirrors the follower while paused (leader/torque_enable)",
+            ),
+            mirror_tolerance_rad=p(
+                "mirror_tolerance_rad",
+                math.radians(2.0),
+                "takeover waits until the leader is this close to the follower on every joint [rad]",
+                **frange(1e-4, 1.0),
+            ),
+            alignment_timeout_s=p(
+                "alignment_timeout_s",
+                5.0,
+                "a waiting takeover is dropped after this [s]",
+                **frange(0.1, 60.0),
+            ),
+            pedal_device=p(
+                "pedal_device", "", "foot pedal evdev path (/dev/input/by-id/...-event-kbd); empty = none"
+            ),
+            pedal_keys=p(
+                "pedal_keys",
+                ["KEY_A:pause", "KEY_B:takeover", "KEY_C:resume"],
+                "pedal key -> command: 'KEY_NAME:command' or 'code:command'",
+            ),
+        )
+        if cfg.initial_mode not in INITIAL_MODES:
+            raise ValueError(
+                f"parameter initial_mode={cfg.initial_mode!r}: use one of {', '.join(INITIAL_MODES)}"
+            )
+        return cfg
+
+    def _limits(self) -> SafetyLimits:
+        names, n = self.cfg.joint_names, len(self.cfg.joint_names)
+        lower = upper = None
+        if self.cfg.robot:
+            spec = get_robot_spec(self.cfg.robot)
+            lower = [spec.limits[j].lower if j in spec.limits else -np.inf for j in names]
+            upper = [spec.limits[j].upper if j in spec.limits else np.inf for j in names]
+        return SafetyLimits.build(n, lower, upper, self.cfg.max_step_rad)
+
+    # ------------------------------------------------------------------ inputs
+    def _now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def _vector(self, msg: JointState) -> np.ndarray | None:
+        if len(msg.position) != len(msg.name):
+            return None
+        out = np.full(len(self._index), np.nan)
+        for name, value in zip(msg.name, msg.position, strict=False):
+            i = self._index.get(name)
+            if i is not None:
+                out[i] = value
+        return out if np.all(np.isfinite(out)) else None
+
+    def _on_joint_states(self, msg: JointState) -> None:
+        v = self._vector(msg)
+        if v is not None:
+            with self._lock:
+                self._present = v
+                self.arbiter.update_present(v)
+
+    def _on_source(self, source: Source, msg: JointState) -> None:
+        v = self._vector(msg)
+        if v is None:
+            self.get_logger().warning(
+                f"{source.value} command without every joint of {self.cfg.joint_names}: ignored",
+                throttle_duration_sec=2.0,
+            )
+            return
+        with self._lock:
+            self.arbiter.update_source(source, v, self._now())
+
+    def _on_mirror_error(self, msg: Float64) -> None:
+        """The teleop node's largest |leader - mirrored follower| (rad); counts while the torque is on."""
+        self._leader_errors.append(float(msg.data) if self._leader_torque else math.nan)
+        # aligned = the last few leader samples all within tolerance (settled, not passing through)
+        full = len(self._leader_errors) == self._leader_errors.maxlen
+        err = max(self._leader_errors) if full else math.nan
+        with self._lock:
+            self.arbiter.update_leader_alignment(err, self.cfg.mirror_tolerance_rad)
+
+    def request(self, command: str):
+        """One input from any front end (service, Trigger, pedal); returns the arbiter's reply."""
+        with self._lock:
+            reply = self.arbiter.request(command, self._now())
+        if reply.success and command in RECORDER_SERVICES:
+            self._call_recorder(command)
+        # rclpy ties a severity to each logging call site: one line per severity
+        if reply.success:
+            self.get_logger().info(f"{command}: {reply.message}")
+        else:
+            self.get_logger().warning(f"{command}: {reply.message}")
+        if not reply.success:
+            self._last_event, self._last_message = f"{command}_refused", reply.message
+            self._publish_status()
+        if reply.transition is not None:
+            # the new source's first command goes out now, not at the next tick; the tick restarts
+            # from here, so commands stay one control period apart
+            self._timer.reset()
+            self._tick()
+        self._after_change()
+        return reply
+
+    def _on_command(self, request: ArbiterCommand.Request, response: ArbiterCommand.Response):
+        reply = self.request(request.command.strip().lower())
+        response.success, response.message, response.mode = reply.success, reply.message, int(reply.mode)
+        return response
+
+    def _on_trigger(self, command: str, response: Trigger.Response) -> Trigger.Response:
+        reply = self.request(command)
+        response.success, response.message = reply.success, reply.message
+        return response
+
+    def _pedal_loop(self, key_map: dict[int, str]) -> None:
+        while not self._pedal_stop.is_set() and rclpy.ok(context=self.context):
+            try:
+                codes = self._pedal.read_presses(0.1)
+            except PedalError as exc:
+                self.get_logger().error(str(exc))
+                return
+            commands = commands_for(codes, key_map)
+            if commands:
+                self._pedal_inputs.extend(commands)
+                self._pedal_guard.trigger()
+
+    def _on_pedal_inputs(self) -> None:
+        while self._pedal_inputs:
+            self.request(self._pedal_inputs.popleft())
+
+    # ------------------------------------------------------------------ the control step
+    def _tick(self) -> None:
+        now = self._now()
+        with self._lock:
+            cmd = self.arbiter.step(now)
+            mode = self.arbiter.mode
+        if cmd is not None:
+            msg = JointState(name=list(self.cfg.joint_names), position=[float(v) for v in cmd])
+            msg.header.stamp = self.get_clock().now().to_msg()
+            self.pub_cmd.publish(msg)
+        self._after_change()
+        self._sync_leader_torque(mode)
+
+    def _after_change(self) -> None:
+        """Side effects of new transitions (leader torque, policy reset), then the status."""
+        with self._lock:
+            new = self.arbiter.transitions[self._published_transitions :]
+            self._published_transitions = len(self.arbiter.transitions)
+        if not new:
+            return
+        for t in new:
+            self._last_transition, self._last_event, self._last_message = t, t.event, t.message
+            if t.previous == t.mode:
+                continue
+            self.get_logger().info(f"{t.previous.name} -> {t.mode.name} ({t.event}): {t.message}")
+            self._sync_leader_torque(t.mode)
+            if t.mode == Mode.POLICY and self.cfg.reset_policy_on_resume:
+                self._call(self.cli_policy_reset, Trigger.Request(), "policy/reset")
+        self._publish_status()
+
+    # ------------------------------------------------------------------ outputs
+    def _sync_leader_torque(self, mode: Mode) -> None:
+        """The leader's torque is on exactly while paused (it mirrors the follower), off otherwise."""
+        if not self.cfg.mirror_leader or (mode == Mode.HOLD) == self._leader_torque:
+            return
+        if self.cli_leader_torque.service_is_ready():
+            self._set_leader_torque(mode == Mode.HOLD)
+
+    def _set_leader_torque(self, on: bool) -> None:
+        self._leader_torque = on
+        self._leader_errors.clear()
+        if not on:
+            with self._lock:
+                self.arbiter.update_leader_alignment(math.nan, self.cfg.mirror_tolerance_rad)
+        self._call(self.cli_leader_torque, SetBool.Request(data=on), f"leader/torque_enable {on}")
+
+    def _call(self, client, request, what: str) -> None:
+        if not client.service_is_ready():
+            self.get_logger().warning(f"{client.srv_name} is not available: {what} not done")
+            return
+        fut = client.call_async(request)
+
+        def done(f, what=what):
+            res = f.result()
+            if res is not None and not res.success:
+                self.get_logger().warning(f"{what}: {res.message}")
+
+        fut.add_done_callback(done)
+
+    def _call_recorder(self, command: str) -> None:
+        self._call(self.cli_recorder[command], Trigger.Request(), f"recorder {command}")
+
+    def _publish_status(self) -> None:
+        if not rclpy.ok(context=self.context):
+            return
+        now = self._now()
+        with self._lock:
+            a = self.arbiter
+            msg = ControlStatus(
+                mode=int(a.mode),
+                is_intervention=a.is_intervention,
+                transitions=len(a.transitions),
+                policy_live=a.is_live(Source.POLICY, now),
+                leader_live=a.is_live(Source.HUMAN, now),
+                leader_aligned=a.leader_aligned,
+                leader_error_rad=float(a.leader_error),
+            )
+        t = self._last_transition
+        msg.previous_mode = int(t.previous) if t is not None else msg.mode
+        msg.event, msg.message = self._last_event, self._last_message
+        if t is not None:
+            sec = int(t.stamp_s)
+            msg.transition_stamp.sec, msg.transition_stamp.nanosec = sec, int((t.stamp_s - sec) * 1e9)
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self.pub_status.publish(msg)
+
+    def shutdown_safely(self) -> None:
+        self._pedal_stop.set()
+        if self._pedal is not None:
+            self._pedal.close()
+
+
+def main(args=None) -> int:
+    return run_node(
+        ControlArbiterNode,
+        args,
+        errors=(ValueError, PedalError),
+        error_prefix="control_arbiter: error",
+        executor=lambda: MultiThreadedExecutor(num_threads=2),
+        on_exit=lambda node: node.shutdown_safely(),
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,223 @@
+"""The control_arbiter node as its own process: every transition over ROS, the status topic, the
+Trigger services, silence -> hold, refusals, and the foot pedal (missing device, FIFO)."""
+
+import math
+import os
+import time
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.ros
+
+rclpy = pytest.importorskip("rclpy")
+
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
+
+from lerobot_core.ros.testing import MessageCollector, RosProcess, wait_until  # noqa: E402
+from lerobot_msgs.msg import ControlStatus  # noqa: E402
+from lerobot_msgs.srv import ArbiterCommand  # noqa: E402
+from lerobot_policy_node.pedal import pack_event  # noqa: E402
+
+JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
+STATUS_QOS = QoSProfile(
+    depth=50, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+)
+RATE = 50.0
+OUTPUT = [lambda: ""]  # the arbiter process output, for failure messages
+STEP = 0.02
+PRESENT = np.array([0.0, -0.5, 0.5, 0.2, 0.0, 0.3])
+POLICY = PRESENT + 0.1
+HUMAN = PRESENT - 0.1
+
+
+class Sources:
+    """The test plays the robot (joint_states: a perfect arm at the last joint_commands received) and
+    both sources; each source can be switched off."""
+
+    def __init__(self, node):
+        self.node = node
+        self.pub_js = node.create_publisher(JointState, "/joint_states", 10)
+        self.pub_policy = node.create_publisher(JointState, "/policy/joint_commands", 10)
+        self.pub_human = node.create_publisher(JointState, "/teleop/joint_commands", 10)
+        self.policy_on = True
+        self.human_on = False
+        self.pose = PRESENT.copy()
+        self.sub = node.create_subscription(JointState, "/joint_commands", self._on_command, 10)
+        self.timer = node.create_timer(1.0 / RATE, self._tick)
+
+    def _on_command(self, msg):
+        self.pose = np.array(msg.position)
+
+    def _msg(self, values):
+        m = JointState(name=list(JOINTS), position=[float(v) for v in values])
+        m.header.stamp = self.node.get_clock().now().to_msg()
+        return m
+
+    def _tick(self):
+        self.pub_js.publish(self._msg(self.pose))
+        if self.policy_on:
+            self.pub_policy.publish(self._msg(POLICY))
+        if self.human_on:
+            self.pub_human.publish(self._msg(HUMAN))
+
+    def close(self):
+        self.node.destroy_timer(self.timer)
+        self.node.destroy_subscription(self.sub)
+
+
+def call(node, srv_type, name, request, timeout=10.0):
+    cli = node.create_client(srv_type, name)
+    assert cli.wait_for_service(timeout_sec=timeout), f"{name} not available"
+    fut = cli.call_async(request)
+    assert wait_until(fut.done, timeout), f"{name}: no answer ({OUTPUT[0]()})"
+    node.destroy_client(cli)
+    return fut.result()
+
+
+def command(node, cmd):
+    return call(node, ArbiterCommand, "/arbiter/command", ArbiterCommand.Request(command=cmd))
+
+
+def modes(status):
+    return [m.mode for m in status.messages]
+
+
+def arbiter(**params):
+    base = {"rate_hz": RATE, "max_step_rad": STEP, "source_timeout_s": 0.5, "robot": "so101_follower"}
+    base.update(params)
+    return RosProcess("lerobot_policy_node", "control_arbiter", parameters=base)
+
+
+def test_every_transition_over_ros(ros_node):
+    status = MessageCollector(ros_node, ControlStatus, "/arbiter/status", STATUS_QOS)
+    out = MessageCollector(ros_node, JointState, "/joint_commands")
+    src = Sources(ros_node)
+    with arbiter() as proc:
+        OUTPUT[0] = proc.output
+        try:
+            # start: the policy publishes, so it drives; the first command is within a step of the pose
+            assert wait_until(lambda: ControlStatus.MODE_POLICY in modes(status), 30), proc.output()
+            assert wait_until(lambda: len(out.messages) > 5, 10)
+            first = np.array(out.messages[0].position)
+            assert np.max(np.abs(first - PRESENT)) <= STEP + 1e-9
+            assert wait_until(lambda: np.allclose(out.messages[-1].position, POLICY, atol=1e-6), 10)
+
+            # takeover straight from the policy is refused; pause holds the measured pose
+            r = command(ros_node, "takeover")
+            assert not r.success and "pause first" in r.message and r.mode == ControlStatus.MODE_POLICY
+            r = command(ros_node, "pause")
+            assert r.success and r.mode == ControlStatus.MODE_HOLD
+            n = len(out.messages)
+            assert wait_until(lambda: len(out.messages) > n + 5, 5)
+            assert np.allclose(out.messages[-1].position, POLICY, atol=1e-9)
+
+            # no live leader: takeover refused, the follower keeps holding
+            r = command(ros_node, "takeover")
+            assert not r.success and "no live leader" in r.message and r.mode == ControlStatus.MODE_HOLD
+            # the leader comes: takeover, bumpless from the present pose towards the human's command
+            src.human_on = True
+            time.sleep(0.2)
+            r = call(ros_node, Trigger, "/arbiter/takeover", Trigger.Request())
+            assert r.success, r.message
+            assert wait_until(lambda: status.messages[-1].mode == ControlStatus.MODE_HUMAN, 5)
+            assert status.messages[-1].is_intervention and status.messages[-1].event == "takeover"
+            assert wait_until(lambda: np.allclose(out.messages[-1].position, HUMAN, atol=1e-6), 10)
+            cmds = np.array([m.position for m in out.messages])
+            assert np.max(np.abs(np.diff(cmds, axis=0))) <= STEP + 1e-9  # no jump anywhere
+
+            # the human goes silent while driving: hold, not replay
+            src.human_on = False
+            assert wait_until(lambda: status.messages[-1].mode == ControlStatus.MODE_HOLD, 5)
+            assert status.messages[-1].event == "human_silent"
+            # resume: the policy again
+            r = call(ros_node, Trigger, "/arbiter/resume", Trigger.Request())
+            assert r.success, r.message
+            assert wait_until(lambda: status.messages[-1].mode == ControlStatus.MODE_POLICY, 5)
+            # the policy goes silent: hold
+            src.policy_on = False
+            assert wait_until(lambda: status.messages[-1].event == "policy_silent", 5)
+            r = command(ros_node, "resume")
+            assert not r.success and "policy is silent" in r.message
+            r = command(ros_node, "fly")
+            assert not r.success and "unknown command 'fly'" in r.message
+            # episode controls hold and are forwarded (no recorder here: a warning, no crash)
+            src.policy_on = True
+            time.sleep(0.2)
+            assert command(ros_node, "resume").success
+            r = command(ros_node, "save")
+            assert r.success and r.mode == ControlStatus.MODE_HOLD
+            assert proc.wait_for_output("recorder/stop_episode is not available", 5)
+        finally:
+            src.close()
+    events = [m.event for m in status.messages]
+    transitions = [
+        e
+        for i, e in enumerate(events)
+        if i == 0 or status.messages[i].transitions != status.messages[i - 1].transitions
+    ]
+    for e in ("start", "pause", "takeover", "human_silent", "resume", "policy_silent", "save"):
+        assert e in transitions, transitions
+    assert proc.returncode == 0, proc.output()
+
+
+def test_missing_pedal_is_an_error_at_start_naming_the_path(tmp_path):
+    path = tmp_path / "usb-PCsensor_FootSwitch-event-kbd"
+    with arbiter(pedal_device=str(path)) as proc:
+        assert wait_until(lambda: proc.returncode is not None, 30), proc.output()
+    assert proc.returncode == 2
+    assert f"pedal device {path} does not exist" in proc.output()
+
+
+def test_pedal_presses_from_a_fifo_pause_and_resume(ros_node, tmp_path):
+    fifo = tmp_path / "pedal"
+    os.mkfifo(fifo)
+    status = MessageCollector(ros_node, ControlStatus, "/arbiter/status", STATUS_QOS)
+    src = Sources(ros_node)
+    try:
+        with arbiter(pedal_device=str(fifo), pedal_keys=["KEY_A:pause", "KEY_C:resume"]) as proc:
+            assert wait_until(lambda: ControlStatus.MODE_POLICY in modes(status), 30), proc.output()
+            fd = os.open(fifo, os.O_WRONLY)
+            try:
+                os.write(fd, pack_event(30))  # KEY_A down
+                assert wait_until(lambda: status.messages[-1].mode == ControlStatus.MODE_HOLD, 5), (
+                    proc.output()
+                )
+                assert status.messages[-1].event == "pause"
+                os.write(fd, pack_event(46) + pack_event(46, 0))  # KEY_C down, up
+                assert wait_until(lambda: status.messages[-1].mode == ControlStatus.MODE_POLICY, 5)
+                assert status.messages[-1].event == "resume"
+            finally:
+                os.close(fd)
+    finally:
+        src.close()
+    assert not math.isnan(0.0)
+
+
+def test_record_control_sends_arbiter_inputs(ros_node):
+    status = MessageCollector(ros_node, ControlStatus, "/arbiter/status", STATUS_QOS)
+    src = Sources(ros_node)
+    try:
+        with arbiter(source_timeout_s=2.0) as proc:  # a loaded machine must not make the policy "silent"
+            assert wait_until(lambda: ControlStatus.MODE_POLICY in modes(status), 30), proc.output()
+            with RosProcess(
+                "lerobot_recorder",
+                "lerobot-record-control",
+                args=["--arbiter", "--command", "pause"],
+                ros_args=False,
+            ) as tool:
+                assert wait_until(lambda: tool.returncode is not None, 30), tool.output()
+            assert tool.returncode == 0 and "ok: " in tool.output() and "paused" in tool.output(), (
+                tool.output()
+            )
+            assert wait_until(lambda: status.messages[-1].mode == ControlStatus.MODE_HOLD, 5)
+            # without --arbiter the tool says what is missing
+            with RosProcess(
+                "lerobot_recorder", "lerobot-record-control", args=["--command", "takeover"], ros_args=False
+            ) as tool:
+                assert wait_until(lambda: tool.returncode is not None, 30), tool.output()
+            assert tool.returncode == 1 and "takeover needs --arbiter" in tool.output(), tool.output()
+    finally:
+        src.close()

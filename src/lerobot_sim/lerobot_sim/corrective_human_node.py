@@ -1,0 +1,156 @@
+"""``corrective_human``: the scripted "human" of a simulated human-in-the-loop session.
+
+It plays the operator with a leader arm: it publishes ``teleop/joint_commands`` (sensor_msgs/
+JointState) on every ``joint_states`` message, the follower's own pose while it only watches (a
+leader mirroring the follower) and the scripted expert's targets while it drives. When the policy's
+rollout goes wrong (``lerobot_sim.corrector``: cube not grasped by a deadline, or the gripper far
+from the expert's plan) it sends ``pause`` then ``takeover`` to the control arbiter
+(``arbiter/command``), recovers, and sends ``resume``. With ``demonstrate`` it drives every episode
+from start to end (demonstrations recorded through the same graph and contract).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from geometry_msgs.msg import PoseStamped
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+
+from lerobot_core.ros.node import run_node
+from lerobot_msgs.msg import ControlStatus, EpisodeInfo
+from lerobot_msgs.srv import ArbiterCommand
+from lerobot_sim.bridge_base import QOS_STATE
+from lerobot_sim.corrector import Corrector, CorrectorConfig
+from lerobot_sim.so101_model import JOINT_NAMES
+
+MODES = {
+    ControlStatus.MODE_POLICY: "policy",
+    ControlStatus.MODE_HUMAN: "human",
+    ControlStatus.MODE_HOLD: "hold",
+}
+
+
+class CorrectiveHumanNode(Node):
+    def __init__(self, **kwargs):
+        super().__init__("corrective_human", **kwargs)
+
+        def p(name, default, description, **kw):
+            self.declare_parameter(
+                name, default, ParameterDescriptor(description=description, read_only=True, **kw)
+            )
+            return self.get_parameter(name).value
+
+        def frange(lo, hi):
+            return {"floating_point_range": [FloatingPointRange(from_value=lo, to_value=hi)]}
+
+        self.cfg = CorrectorConfig(
+            fps=int(round(p("fps", 30.0, "control rate of the sim [Hz]", **frange(1.0, 1000.0)))),
+            grasp_deadline_s=p(
+                "grasp_deadline_s",
+                6.0,
+                "intervene when the cube is not lifted by then [s]",
+                **frange(0.1, 600.0),
+            ),
+            drift_m=p(
+                "drift_m",
+                0.08,
+                "intervene when the gripper is this far from the expert's plan [m]",
+                **frange(0.001, 10.0),
+            ),
+            drift_steps=p(
+                "drift_steps",
+                15,
+                "... for this many control steps in a row",
+                integer_range=[IntegerRange(from_value=1, to_value=100000, step=1)],
+            ),
+            handback_phase=p("handback_phase", "lift", "hand back once the expert reached this phase"),
+            max_intervention_s=p(
+                "max_intervention_s", 8.0, "hand back after this long in any case [s]", **frange(0.1, 600.0)
+            ),
+            max_interventions=p(
+                "max_interventions",
+                1,
+                "interventions per episode",
+                integer_range=[IntegerRange(from_value=0, to_value=1000, step=1)],
+            ),
+            demonstrate=p("demonstrate", False, "drive every episode from the start (demonstrations)"),
+        )
+        self.corrector = Corrector(self.cfg)
+        self._mode = "hold"
+        self._cube: np.ndarray | None = None
+        self._episode: int | None = None
+        self._t0_ns = 0
+        self._pending = None
+        self.pub = self.create_publisher(
+            JointState, "teleop/joint_commands", QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
+        )
+        self.cli = self.create_client(ArbiterCommand, "arbiter/command")
+        self.create_subscription(PoseStamped, "sim/cube_pose", self._on_cube, QOS_STATE)
+        self.create_subscription(EpisodeInfo, "sim/episode_info", self._on_info, QOS_STATE)
+        status_qos = QoSProfile(
+            depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+        )
+        self.create_subscription(ControlStatus, "arbiter/status", self._on_status, status_qos)
+        latest = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
+        self.create_subscription(JointState, "joint_states", self._on_joints, latest)
+
+    def _on_cube(self, msg: PoseStamped) -> None:
+        p, o = msg.pose.position, msg.pose.orientation
+        self._cube = np.array([p.x, p.y, p.z, o.w, o.x, o.y, o.z])
+
+    def _on_status(self, msg: ControlStatus) -> None:
+        self._mode = MODES.get(msg.mode, "hold")
+
+    def _on_info(self, msg: EpisodeInfo) -> None:
+        if msg.episode_index == self._episode:
+            return
+        if self._episode is not None and self.corrector.interventions:
+            self.get_logger().info(f"episode {self._episode}: {self.corrector.interventions} intervention(s)")
+        self._episode = msg.episode_index
+        self._t0_ns = self.get_clock().now().nanoseconds
+        self.corrector.reset()
+        if not self.cfg.demonstrate and self._mode != "policy":
+            self._request("resume")  # a new episode starts with the policy in control
+
+    def _on_joints(self, msg: JointState) -> None:
+        if self._cube is None or self._episode is None:
+            return
+        index = {n: i for i, n in enumerate(msg.name)}
+        if any(n not in index for n in JOINT_NAMES):
+            return
+        q = np.array([msg.position[index[n]] for n in JOINT_NAMES])
+        t_s = (self.get_clock().now().nanoseconds - self._t0_ns) * 1e-9
+        before = self.corrector.state
+        command, request = self.corrector.step(q, self._cube, t_s, self._mode)
+        if self.corrector.state != before and before == "watch":
+            self.get_logger().info(f"episode {self._episode}: intervening ({self.corrector.reason})")
+        out = JointState(name=list(JOINT_NAMES), position=[float(v) for v in command])
+        out.header.stamp = self.get_clock().now().to_msg()
+        self.pub.publish(out)
+        if request is not None:
+            self._request(request)
+
+    def _request(self, command: str) -> None:
+        if self._pending is not None and not self._pending.done():
+            return  # one request in flight at a time; the corrector asks again next step
+        if not self.cli.service_is_ready():
+            self.get_logger().warning("arbiter/command is not available", throttle_duration_sec=5.0)
+            return
+        self._pending = self.cli.call_async(ArbiterCommand.Request(command=command))
+
+        def done(f, command=command):
+            r = f.result()
+            if r is not None and not r.success:
+                self.get_logger().info(f"{command}: {r.message}", throttle_duration_sec=2.0)
+
+        self._pending.add_done_callback(done)
+
+
+def main(args=None) -> int:
+    return run_node(CorrectiveHumanNode, args, errors=(ValueError,), error_prefix="corrective_human: error")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
