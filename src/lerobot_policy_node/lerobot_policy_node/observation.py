@@ -55,6 +55,8 @@ class ObservationSpec:
     fps: float
     max_age_s: float
     deg: bool = False  # the policy works in degrees, ROS in radians
+    # per joint, policy = rad * scale + offset (a contract's units: lerobot_core.units); None = deg above
+    state_affine: tuple[np.ndarray, np.ndarray] | None = None
 
 
 class ObservationBuilder:
@@ -106,7 +108,10 @@ class ObservationBuilder:
     def to_policy_batch(self, values: dict, task: str | None = None) -> dict:
         """Raw sample -> LeRobot feature batch (B=1): state float32 (1, D), images float32 (1, 3, H, W)."""
         state = np.asarray(values[JOINTS_STREAM], dtype=np.float64)
-        if self.spec.deg:
+        if self.spec.state_affine is not None:
+            scale, offset = self.spec.state_affine
+            state = state * scale + offset
+        elif self.spec.deg:
             state = np.degrees(state)
         batch: dict = {STATE_KEY: state.astype(np.float32)[None]}
         for key, shape in self.spec.image_shapes.items():
