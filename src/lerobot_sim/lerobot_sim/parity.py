@@ -21,6 +21,7 @@ from lerobot_sim.evaluation import (
     EvalSettings,
     LocalEnvTransport,
     RecordingPolicy,
+    ScriptedPolicy,
     run_episodes,
 )
 from lerobot_sim.registration import SO101_CUBE_ID
@@ -52,7 +53,8 @@ class ParityReport:
 
 
 def _run(factory, checkpoint: str, settings: EvalSettings) -> tuple[list[EpisodeMetrics], float, list]:
-    policy = RecordingPolicy(CheckpointPolicy(checkpoint, fps=FPS))
+    inner = ScriptedPolicy(fps=FPS) if checkpoint == "scripted" else CheckpointPolicy(checkpoint, fps=FPS)
+    policy = RecordingPolicy(inner)
     episodes, eval_s, _ = run_episodes(factory, policy, settings, log=lambda m: None)
     return episodes, eval_s, policy.episode_actions()
 
@@ -65,7 +67,8 @@ def compare(
     cameras: tuple[str, ...] = ("front",),
     image_size: tuple[int, int] = (48, 64),
 ) -> ParityReport:
-    """Evaluate ``checkpoint`` on seeds ``seed .. seed + n_episodes - 1`` both ways; actions per step."""
+    """Evaluate ``checkpoint`` (or ``"scripted"``: the cube expert) on seeds ``seed .. seed + n_episodes - 1``
+    both ways; actions compared per step."""
     os.environ.setdefault("MUJOCO_GL", "egl")
     from lerobot_sim.eval_cli import make_transport_factory, resolve_env
 
