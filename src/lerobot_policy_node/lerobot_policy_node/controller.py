@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from lerobot_core import units
+
 from .action_path import ActionPath, ChunkInfo, Frame
 from .action_queue import SchedulerConfig
 from .observation import ObservationBuilder, StaleObservationError
@@ -266,6 +268,6 @@ def joint_mapper(
         if to_radians is not None:
             return np.asarray(to_radians(action), dtype=np.float64)[index]
         a = np.asarray(action, dtype=np.float64)[index]
-        return np.radians(a) if deg else a
+        return a * units.RADIANS_PER_DEGREE if deg else a
 
     return to_joint

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lerobot_core import units
 from lerobot_core.alignment import Aligner, DroppedTick, StreamSpec
 from lerobot_core.topics import camera_name  # noqa: F401 (the policy's image keys name the camera topics)
 
@@ -112,7 +113,7 @@ class ObservationBuilder:
             scale, offset = self.spec.state_affine
             state = state * scale + offset
         elif self.spec.deg:
-            state = np.degrees(state)
+            state = state * units.DEGREES_PER_RADIAN
         batch: dict = {STATE_KEY: state.astype(np.float32)[None]}
         for key, shape in self.spec.image_shapes.items():
             batch[key] = rgb_to_chw_float(values[key], shape)[None]
