@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from lerobot_core.contract import IMAGE_PREFIX, JOINT_STATE, Contract
+from lerobot_core.contract import IMAGE_PREFIX, JOINT_STATE, Contract, ImageSource
 
 STATE = "observation.state"
 ACTION = "action"
@@ -61,6 +61,7 @@ class Deployment:
     action: VectorMap
     image_topics: dict[str, str]  # image feature -> topic
     source: str
+    image_sources: dict[str, ImageSource] = field(default_factory=dict)  # message type, encoding
 
 
 def _strip(name: str) -> str:
@@ -109,6 +110,7 @@ def from_contract(contract: Contract) -> Deployment:
         action=_vector(contract, ACTION),
         image_topics={k: src.topic for k, src in contract.images.items()},
         source=contract.source,
+        image_sources=dict(contract.images),
     )
 
 

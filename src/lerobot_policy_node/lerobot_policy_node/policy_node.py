@@ -23,12 +23,13 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallb
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
 from rclpy.qos import QoSProfile, ReliabilityPolicy
-from sensor_msgs.msg import Image, JointState
+from sensor_msgs.msg import CompressedImage, Image, JointState
 from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from lerobot_core import topics
-from lerobot_core.contract import UNITS, Contract
+from lerobot_core.contract import COMPRESSED_IMAGE, UNITS, Contract
+from lerobot_core.contract.extraction import decode_image
 from lerobot_core.image_conversion import image_msg_to_rgb
 from lerobot_core.robots import SO_JOINTS, get_robot_spec
 from lerobot_core.ros import qos
@@ -370,9 +371,14 @@ class PolicyNode(LifecycleNode):
         joint_topic = d.state_topic if d else "joint_states"
         self._subs = [self.create_subscription(JointState, joint_topic, self._on_joints, QOS_JOINTS)]
         for key in self.policy.config.image_features:
-            topic = d.image_topics[key] if d else topics.camera_topic(topics.camera_name(key))
+            # with a contract: its topic and message type (Image or CompressedImage), decoded as recorded
+            src = d.image_sources[key] if d else None
+            topic = src.topic if src else topics.camera_topic(topics.camera_name(key))
+            msg_type = CompressedImage if src and src.msgtype == COMPRESSED_IMAGE else Image
             self._subs.append(
-                self.create_subscription(Image, topic, lambda m, k=key: self._on_image(k, m), qos.SENSOR)
+                self.create_subscription(
+                    msg_type, topic, lambda m, k=key, s=src: self._on_image(k, m, s), qos.SENSOR
+                )
             )
         if self._pub_cmd is None:
             kind = {
@@ -433,11 +439,11 @@ class PolicyNode(LifecycleNode):
         if self.controller is not None and len(msg.position):
             self.controller.obs.push_joints(msg.name, msg.position, stamp_to_ns(msg.header.stamp))
 
-    def _on_image(self, key: str, msg: Image) -> None:
+    def _on_image(self, key: str, msg, src=None) -> None:
         if self.controller is None:
             return
         try:
-            rgb = image_msg_to_rgb(msg)
+            rgb = decode_image(src, msg) if src is not None else image_msg_to_rgb(msg)
         except ValueError as exc:
             self.get_logger().error(f"camera {key}: {exc}", throttle_duration_sec=5.0)
             return

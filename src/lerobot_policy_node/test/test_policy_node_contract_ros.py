@@ -22,10 +22,10 @@ pytestmark = pytest.mark.ros
 rclpy = pytest.importorskip("rclpy")
 
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data  # noqa: E402
-from sensor_msgs.msg import Image, JointState  # noqa: E402
+from sensor_msgs.msg import CompressedImage, Image, JointState  # noqa: E402
 
 from lerobot_core.contract import Contract  # noqa: E402
-from lerobot_core.image_conversion import fill_image_msg  # noqa: E402
+from lerobot_core.image_conversion import encode_compressed, fill_image_msg  # noqa: E402
 from lerobot_core.robots import get_robot_spec  # noqa: E402
 from lerobot_core.ros.testing import MessageCollector, RosProcess, wait_until  # noqa: E402
 from lerobot_msgs.msg import ActionChunk, PolicyStatus  # noqa: E402
@@ -58,7 +58,7 @@ def normalized_checkpoint(tmp_path):
     return ckpt
 
 
-def contract_file(tmp_path, units):
+def contract_file(tmp_path, units, compressed=False):
     write_calibration(tmp_path / "so101.json")
     data = {
         "fps": 30,
@@ -69,7 +69,9 @@ def contract_file(tmp_path, units):
         "features": {
             "observation.state": {"topic": STATE_TOPIC, "joints": JOINTS},
             "action": {"topic": "/leader/joint_states", "joints": JOINTS},
-            "observation.images.front": {"topic": IMAGE_TOPIC},
+            "observation.images.front": {"topic": IMAGE_TOPIC}
+            if not compressed
+            else {"topic": IMAGE_TOPIC + "/compressed", "type": "sensor_msgs/msg/CompressedImage"},
         },
     }
     path = tmp_path / f"{units}.yaml"
@@ -77,15 +79,19 @@ def contract_file(tmp_path, units):
     return path
 
 
-def play_robot(node):
+def play_robot(node, compressed=False):
     js_pub = node.create_publisher(JointState, STATE_TOPIC, 10)
-    img_pub = node.create_publisher(Image, IMAGE_TOPIC, qos_profile_sensor_data)
+    if compressed:  # png: lossless, so the policy sees RGB exactly
+        img_pub = node.create_publisher(CompressedImage, IMAGE_TOPIC + "/compressed", qos_profile_sensor_data)
+        fmt, data = encode_compressed(RGB, "png")
+    else:
+        img_pub = node.create_publisher(Image, IMAGE_TOPIC, qos_profile_sensor_data)
 
     def tick():
         stamp = node.get_clock().now().to_msg()
         js = JointState(name=JOINTS, position=RAD.tolist())
         js.header.stamp = stamp
-        img = fill_image_msg(Image(), RGB)
+        img = CompressedImage(format=fmt, data=data) if compressed else fill_image_msg(Image(), RGB)
         img.header.stamp = stamp
         js_pub.publish(js)
         img_pub.publish(img)
@@ -104,12 +110,14 @@ def params(ckpt, contract, **kw):
     }
 
 
-def test_normalized_checkpoint_deploys_on_the_contract(ros_node, tmp_path):
-    ckpt, contract = normalized_checkpoint(tmp_path), contract_file(tmp_path, "normalized")
+@pytest.mark.parametrize("compressed", [False, True], ids=["image", "compressed_png"])
+def test_normalized_checkpoint_deploys_on_the_contract(ros_node, tmp_path, compressed):
+    ckpt = normalized_checkpoint(tmp_path)
+    contract = contract_file(tmp_path, "normalized", compressed)
     deployment = from_contract(Contract.load(contract))
     chunks = MessageCollector(ros_node, ActionChunk, "policy/action_chunk")
     cmds = MessageCollector(ros_node, JointState, "joint_commands")
-    timer = play_robot(ros_node)
+    timer = play_robot(ros_node, compressed)
     with RosProcess("lerobot_policy_node", "policy", parameters=params(ckpt, contract)) as node:
         chunks.wait(2, timeout=60)
         assert wait_until(lambda: sum(not np.allclose(m.position, RAD) for m in cmds.messages) >= 5, 30)
