@@ -62,6 +62,8 @@ class Deployment:
     image_topics: dict[str, str]  # image feature -> topic
     source: str
     image_sources: dict[str, ImageSource] = field(default_factory=dict)  # message type, encoding
+    task_text: str | None = None  # the contract's task (fixed text, or the default of its topic)
+    task_topic: str | None = None
 
 
 def _strip(name: str) -> str:
@@ -111,6 +113,8 @@ def from_contract(contract: Contract) -> Deployment:
         image_topics={k: src.topic for k, src in contract.images.items()},
         source=contract.source,
         image_sources=dict(contract.images),
+        task_text=contract.task_text,
+        task_topic=contract.task_topic,
     )
 
 

@@ -339,6 +339,9 @@ class PolicyNode(LifecycleNode):
         self.policy, self.policy_path, self.controller = policy, path, controller
         self._action_names = action_names
         self.deployment, self._joint_names, self._fps = deployment, joints, fps
+        if deployment is not None and deployment.task_text and not self.task:
+            self.task = deployment.task_text  # the task the dataset was recorded with
+            controller.task = self.task
         self.get_logger().info(
             f"loaded {pc.type} from {path}: chunk {pc.chunk_size}, {sched.n_action_steps} steps used, queue "
             f"{sched.mode}, control {sched.control_rate_hz:g} Hz, images {dict(pc.image_features)}, "
@@ -380,6 +383,8 @@ class PolicyNode(LifecycleNode):
                     msg_type, topic, lambda m, k=key, s=src: self._on_image(k, m, s), qos.SENSOR
                 )
             )
+        if d and d.task_topic and not self.cfg.task_topic:  # the contract's task topic, as recorded
+            self._subs.append(self.create_subscription(String, d.task_topic, self._on_task, QOS_STATUS))
         if self._pub_cmd is None:
             kind = {
                 "joint_state": (JointState, "joint_commands"),

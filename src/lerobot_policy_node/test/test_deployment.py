@@ -78,6 +78,7 @@ def test_normalized_units_from_the_calibration_file_exact_values(normalized):
     assert normalized.state.units == normalized.action.units == "normalized"
     assert normalized.state_topic == "/follower/joint_states" and normalized.fps == 30
     assert normalized.image_topics == {"observation.images.front": "/cams/front/image_raw"}
+    assert (normalized.task_text, normalized.task_topic) == ("pick", None)
 
 
 @pytest.mark.parametrize(
