@@ -67,3 +67,8 @@ def ticks_to_degrees(raw: float, lo: float, hi: float, resolution: int) -> float
 def degrees_to_ticks(value: float, lo: float, hi: float, resolution: int) -> float:
     """Inverse of :func:`ticks_to_degrees` (not rounded)."""
     return (value * (resolution - 1) / 360) + (lo + hi) / 2
+
+
+def ticks_to_radians(raw: float, lo: float, hi: float, resolution: int) -> float:
+    """Encoder ticks -> radians from the middle of ``[lo, hi]`` (the driver's joint_states zero)."""
+    return ticks_to_degrees(raw, lo, hi, resolution) * RADIANS_PER_DEGREE

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from lerobot_core import units
+
 from .action_path import ActionPath, ChunkInfo, Frame
 from .action_queue import SchedulerConfig
 from .observation import ObservationBuilder, StaleObservationError
@@ -246,8 +248,16 @@ class PolicyController:
                 self.on_chunk(info)
 
 
-def joint_mapper(action_names: Sequence[str], joint_names: Sequence[str], deg: bool = False):
-    """Policy action vector -> joint command vector in `joint_names` order (by name, `.pos` stripped)."""
+def joint_mapper(
+    action_names: Sequence[str],
+    joint_names: Sequence[str],
+    deg: bool = False,
+    to_radians: Callable[[np.ndarray], np.ndarray] | None = None,
+):
+    """Policy action vector -> joint command vector in `joint_names` order (by name, `.pos` stripped).
+
+    `to_radians`: the action's units -> radians, applied in the policy's order before reordering (a
+    contract's inverse conversion); else `deg` converts degrees."""
     stripped = [n[: -len(".pos")] if n.endswith(".pos") else n for n in action_names]
     missing = [j for j in joint_names if j not in stripped]
     if missing:
@@ -255,7 +265,9 @@ def joint_mapper(action_names: Sequence[str], joint_names: Sequence[str], deg: b
     index = np.array([stripped.index(j) for j in joint_names])
 
     def to_joint(action: np.ndarray) -> np.ndarray:
+        if to_radians is not None:
+            return np.asarray(to_radians(action), dtype=np.float64)[index]
         a = np.asarray(action, dtype=np.float64)[index]
-        return np.radians(a) if deg else a
+        return a * units.RADIANS_PER_DEGREE if deg else a
 
     return to_joint

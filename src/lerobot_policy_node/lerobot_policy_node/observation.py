@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lerobot_core import units
 from lerobot_core.alignment import Aligner, DroppedTick, StreamSpec
 from lerobot_core.topics import camera_name  # noqa: F401 (the policy's image keys name the camera topics)
 
@@ -55,6 +56,8 @@ class ObservationSpec:
     fps: float
     max_age_s: float
     deg: bool = False  # the policy works in degrees, ROS in radians
+    # per joint, policy = rad * scale + offset (a contract's units: lerobot_core.units); None = deg above
+    state_affine: tuple[np.ndarray, np.ndarray] | None = None
 
 
 class ObservationBuilder:
@@ -106,8 +109,11 @@ class ObservationBuilder:
     def to_policy_batch(self, values: dict, task: str | None = None) -> dict:
         """Raw sample -> LeRobot feature batch (B=1): state float32 (1, D), images float32 (1, 3, H, W)."""
         state = np.asarray(values[JOINTS_STREAM], dtype=np.float64)
-        if self.spec.deg:
-            state = np.degrees(state)
+        if self.spec.state_affine is not None:
+            scale, offset = self.spec.state_affine
+            state = state * scale + offset
+        elif self.spec.deg:
+            state = state * units.DEGREES_PER_RADIAN
         batch: dict = {STATE_KEY: state.astype(np.float32)[None]}
         for key, shape in self.spec.image_shapes.items():
             batch[key] = rgb_to_chw_float(values[key], shape)[None]

@@ -23,12 +23,14 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallb
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
 from rclpy.qos import QoSProfile, ReliabilityPolicy
-from sensor_msgs.msg import Image, JointState
+from sensor_msgs.msg import CompressedImage, Image, JointState
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from lerobot_core import topics
+from lerobot_core.contract import COMPRESSED_IMAGE, UNITS, Contract
+from lerobot_core.contract.extraction import decode_image
 from lerobot_core.image_conversion import image_msg_to_rgb
 from lerobot_core.robots import SO_JOINTS, get_robot_spec
 from lerobot_core.ros import qos
@@ -42,6 +44,7 @@ from lerobot_msgs.srv import LoadPolicy
 from .action_path import scheduler_config
 from .action_queue import QUEUE_MODES
 from .controller import RUNNING, ChunkInfo, PolicyController, joint_mapper
+from .deployment import LEROBOT_DEFAULT_UNITS, Deployment, check_checkpoint, dataset_units, from_contract
 from .observation import ObservationBuilder, ObservationSpec
 from .runtime import PolicyLoadError, load_policy
 from .safety import SafetyFilter, SafetyLimits
@@ -77,6 +80,9 @@ class PolicyNodeConfig:
     torch_threads: int
     control_priority: int
     autostart: bool
+    contract: str = ""
+    dataset_root: str = ""
+    dataset_units: str = ""
 
 
 class PolicyNode(LifecycleNode):
@@ -97,6 +103,9 @@ class PolicyNode(LifecycleNode):
         self.pub_status = self.create_publisher(PolicyStatus, "policy/status", QOS_STATUS)
         self.pub_chunk = self.create_publisher(ActionChunk, "policy/action_chunk", QoSProfile(depth=5))
         self._pub_cmd = None
+        self.deployment: Deployment | None = None  # from the contract parameter, set by _load
+        self._joint_names = list(self.cfg.joint_names)  # command order
+        self._fps = self.cfg.fps
         self.create_service(
             LoadPolicy, "policy/load_policy", self._on_load_policy, callback_group=self._cb_group
         )
@@ -205,6 +214,24 @@ class PolicyNode(LifecycleNode):
                 range=(0, 99),
             ),
             autostart=p("autostart", False, "configure and activate right after start"),
+            contract=p(
+                "contract",
+                "",
+                "the recorder's contract YAML: input topics, joint order, units and fps as recorded "
+                "(replaces joint_names, joint_units and fps); empty = those parameters",
+            ),
+            dataset_root=p(
+                "dataset_root",
+                "",
+                "training dataset (dir or meta/info.json) whose units the contract is checked against; "
+                "empty = dataset.root of the checkpoint's train_config.json",
+            ),
+            dataset_units=p(
+                "dataset_units",
+                "",
+                f"units of the training data when info.json does not say: {' | '.join(UNITS)}; empty = "
+                f"from info.json ({LEROBOT_DEFAULT_UNITS} for a dataset recorded by LeRobot)",
+            ),
         )
         if cfg.command_interface not in COMMAND_INTERFACES:
             raise ValueError(
@@ -214,19 +241,19 @@ class PolicyNode(LifecycleNode):
             raise ValueError(f"parameter queue_mode={cfg.queue_mode!r}: use one of {QUEUE_MODES}")
         if cfg.joint_units not in ("rad", "deg"):
             raise ValueError(f"parameter joint_units={cfg.joint_units!r}: use rad or deg")
+        if cfg.dataset_units and cfg.dataset_units not in UNITS:
+            raise ValueError(f"parameter dataset_units={cfg.dataset_units!r}: use one of {UNITS} or ''")
         return cfg
 
-    def _limits(self) -> SafetyLimits:
-        c, n = self.cfg, len(self.cfg.joint_names)
+    def _limits(self, joint_names: list[str]) -> SafetyLimits:
+        c, n = self.cfg, len(joint_names)
         lower = c.joint_lower_limits if len(c.joint_lower_limits) == n else None
         upper = c.joint_upper_limits if len(c.joint_upper_limits) == n else None
         if (lower is None or upper is None) and c.robot:
             try:
                 spec = get_robot_spec(c.robot)
-                lower = lower or [
-                    spec.limits[j].lower if j in spec.limits else -np.inf for j in c.joint_names
-                ]
-                upper = upper or [spec.limits[j].upper if j in spec.limits else np.inf for j in c.joint_names]
+                lower = lower or [spec.limits[j].lower if j in spec.limits else -np.inf for j in joint_names]
+                upper = upper or [spec.limits[j].upper if j in spec.limits else np.inf for j in joint_names]
             except (KeyError, ValueError) as exc:
                 self.get_logger().warn(
                     f"no joint limits from robot {c.robot!r} ({exc}); commands are only rate-limited"
@@ -243,26 +270,45 @@ class PolicyNode(LifecycleNode):
                 import torch
 
                 torch.set_num_threads(self.cfg.torch_threads)
+            deployment: Deployment | None = None
+            if self.cfg.contract:
+                deployment = from_contract(Contract.load(self.cfg.contract))
             policy = load_policy(path, device=device or "cpu")
             pc = policy.config
+            fps = float(deployment.fps) if deployment else self.cfg.fps
+            if deployment is not None:
+                trained, where = dataset_units(pc.path, self.cfg.dataset_root)
+                if self.cfg.dataset_units:
+                    trained = {k: self.cfg.dataset_units for k in ("observation.state", "action")}
+                    where = "parameter dataset_units"
+                check_checkpoint(deployment, pc, trained, where)
+                if not trained:
+                    self.get_logger().warn(
+                        f"units of {pc.path}'s training data unknown (no dataset info.json found): "
+                        f"assuming the contract's {deployment.state.units!r}; set dataset_root to check"
+                    )
             sched = scheduler_config(
                 pc,
-                self.cfg.fps,
+                fps,
                 self.cfg.queue_mode,
                 n_action_steps=self.cfg.n_action_steps,
                 refill_threshold=self.cfg.refill_threshold,
                 interpolation_multiplier=self.cfg.interpolation_multiplier,
                 ensemble_coeff=self.cfg.temporal_ensemble_coeff,
             )
-            joints = list(self.cfg.joint_names)
+            joints = list(deployment.action.joints) if deployment else list(self.cfg.joint_names)
             state = pc.state_feature
             state_names = [n[:-4] if n.endswith(".pos") else n for n in (pc.state_names or joints)]
+            if deployment is not None:
+                state_names = list(deployment.state.joints)
             if state is not None and len(state_names) != state.shape[0]:
                 raise ValueError(
                     f"the policy's observation.state has {state.shape[0]} values but joint_names has "
                     f"{len(state_names)}: set joint_names to the policy's state order"
                 )
             action_names = list(pc.action_names or joints)
+            if deployment is not None:
+                action_names = list(deployment.action.joints)
             if len(action_names) != pc.action_dim:
                 raise ValueError(
                     f"the policy's action has {pc.action_dim} values but joint_names has {len(action_names)}"
@@ -271,20 +317,26 @@ class PolicyNode(LifecycleNode):
                 ObservationSpec(
                     state_names=tuple(state_names),
                     image_shapes=dict(pc.image_features),
-                    fps=self.cfg.fps,
+                    fps=fps,
                     max_age_s=self.cfg.max_observation_age_s,
                     deg=self.cfg.joint_units == "deg",
+                    state_affine=(deployment.state.scale, deployment.state.offset) if deployment else None,
                 )
             )
             controller = PolicyController(
                 policy,
                 obs,
                 sched,
-                SafetyFilter(self._limits()),
+                SafetyFilter(self._limits(joints)),
                 publish_command=self._publish_command,
                 now_ns=lambda: self.get_clock().now().nanoseconds,
                 task=self.task or None,
-                action_to_joint=joint_mapper(action_names, joints, deg=self.cfg.joint_units == "deg"),
+                action_to_joint=joint_mapper(
+                    action_names,
+                    joints,
+                    deg=self.cfg.joint_units == "deg",
+                    to_radians=deployment.action.to_radians if deployment else None,
+                ),
                 on_chunk=self._on_chunk,
                 on_state_change=self._on_controller_state,
                 control_priority=self.cfg.control_priority,
@@ -293,10 +345,20 @@ class PolicyNode(LifecycleNode):
             return str(exc)
         self.policy, self.policy_path, self.controller = policy, path, controller
         self._action_names = action_names
+        self.deployment, self._joint_names, self._fps = deployment, joints, fps
+        if deployment is not None and deployment.task_text and not self.task:
+            self.task = deployment.task_text  # the task the dataset was recorded with
+            controller.task = self.task
         self.get_logger().info(
             f"loaded {pc.type} from {path}: chunk {pc.chunk_size}, {sched.n_action_steps} steps used, queue "
             f"{sched.mode}, control {sched.control_rate_hz:g} Hz, images {dict(pc.image_features)}, "
             f"n_obs_steps {pc.n_obs_steps}"
+            + (
+                f"; contract {deployment.source}: state {deployment.state_topic} in "
+                f"{deployment.state.units}, action in {deployment.action.units}"
+                if deployment
+                else ""
+            )
         )
         return ""
 
@@ -315,12 +377,21 @@ class PolicyNode(LifecycleNode):
     def _create_io(self) -> None:
         for sub in self._subs:
             self.destroy_subscription(sub)
-        self._subs = [self.create_subscription(JointState, "joint_states", self._on_joints, QOS_JOINTS)]
+        d = self.deployment
+        joint_topic = d.state_topic if d else "joint_states"
+        self._subs = [self.create_subscription(JointState, joint_topic, self._on_joints, QOS_JOINTS)]
         for key in self.policy.config.image_features:
-            topic = topics.camera_topic(topics.camera_name(key))
+            # with a contract: its topic and message type (Image or CompressedImage), decoded as recorded
+            src = d.image_sources[key] if d else None
+            topic = src.topic if src else topics.camera_topic(topics.camera_name(key))
+            msg_type = CompressedImage if src and src.msgtype == COMPRESSED_IMAGE else Image
             self._subs.append(
-                self.create_subscription(Image, topic, lambda m, k=key: self._on_image(k, m), qos.SENSOR)
+                self.create_subscription(
+                    msg_type, topic, lambda m, k=key, s=src: self._on_image(k, m, s), qos.SENSOR
+                )
             )
+        if d and d.task_topic and not self.cfg.task_topic:  # the contract's task topic, as recorded
+            self._subs.append(self.create_subscription(String, d.task_topic, self._on_task, QOS_STATUS))
         if self._pub_cmd is None:
             kind = {
                 "joint_state": (JointState, "joint_commands"),
@@ -380,11 +451,11 @@ class PolicyNode(LifecycleNode):
         if self.controller is not None and len(msg.position):
             self.controller.obs.push_joints(msg.name, msg.position, stamp_to_ns(msg.header.stamp))
 
-    def _on_image(self, key: str, msg: Image) -> None:
+    def _on_image(self, key: str, msg, src=None) -> None:
         if self.controller is None:
             return
         try:
-            rgb = image_msg_to_rgb(msg)
+            rgb = decode_image(src, msg) if src is not None else image_msg_to_rgb(msg)
         except ValueError as exc:
             self.get_logger().error(f"camera {key}: {exc}", throttle_duration_sec=5.0)
             return
@@ -402,14 +473,14 @@ class PolicyNode(LifecycleNode):
             return
         values = [float(v) for v in positions]
         stamp = self.get_clock().now().to_msg()
-        names = list(self.cfg.joint_names)
+        names = list(self._joint_names)
         if self.cfg.command_interface == "joint_state":
             msg = JointState(name=names, position=values)
             msg.header.stamp = stamp
         elif self.cfg.command_interface == "forward_position":
             msg = Float64MultiArray(data=values)
         else:
-            period = 1.0 / (self.cfg.fps * self.cfg.interpolation_multiplier)
+            period = 1.0 / (self._fps * self.cfg.interpolation_multiplier)
             msg = JointTrajectory(joint_names=names)
             msg.header.stamp = stamp
             msg.points = [JointTrajectoryPoint(positions=values, time_from_start=_duration(period))]
@@ -426,7 +497,7 @@ class PolicyNode(LifecycleNode):
         )
         msg.header.stamp = ns_to_stamp(info.obs_stamp_ns, Time)
         msg.trajectory.joint_names = list(self._action_names)
-        period = 1.0 / self.cfg.fps
+        period = 1.0 / self._fps
         msg.trajectory.points = [
             JointTrajectoryPoint(positions=[float(v) for v in row], time_from_start=_duration(k * period))
             for k, row in enumerate(info.chunk)
@@ -462,7 +533,7 @@ class PolicyNode(LifecycleNode):
             message=self._status_message,
             policy_path=self.policy_path,
             task=self.task,
-            control_rate_hz=self.cfg.fps * self.cfg.interpolation_multiplier,
+            control_rate_hz=self._fps * self.cfg.interpolation_multiplier,
         )
         msg.header.stamp = self.get_clock().now().to_msg()
         c = self.controller

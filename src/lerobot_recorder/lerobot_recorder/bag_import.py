@@ -388,6 +388,9 @@ def import_bags(
                 k: {"dtype": v["dtype"], "shape": tuple(v["shape"]), "names": v.get("names")}
                 for k, v in features.items()
             }
+            for k, v in user.items():  # units too, where the dataset recorded them (older ones did not)
+                if v.get("units") is not None and k in wanted:
+                    existing[k]["units"], wanted[k]["units"] = v["units"], features[k].get("units")
             if int(writer.fps) != int(resolved.fps):
                 writer.finalize()
                 raise BagImportError(

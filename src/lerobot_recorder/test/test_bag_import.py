@@ -257,6 +257,20 @@ def test_resume_refuses_different_features_and_fresh_import_refuses_existing(tmp
     with pytest.raises(BagImportError, match="features differ from the dataset's"):
         import_bags([bag], narrow, out, resume=True, progress=False)
     assert DatasetReader(out).num_episodes == 1
+    degrees = Contract.from_dict(
+        {
+            "fps": 30,
+            "units": "degrees",
+            "task": "pick the cube",
+            "features": {
+                "observation.state": {"topic": "/joint_states", "policy": "interpolate"},
+                "action": {"topic": "/leader/joint_states"},
+                "observation.images.front": {"topic": CAM},
+            },
+        }
+    )
+    with pytest.raises(BagImportError, match="features differ from the dataset's"):
+        import_bags([bag], degrees, out, resume=True, progress=False)  # same names, other units
     with pytest.raises(BagImportError, match="is 30 fps, the import asks for 15"):
         import_bags([bag], quick_contract(fps=15), out, resume=True, progress=False)
     writer = DatasetWriter.resume(out)  # still resumable by the writer itself

@@ -111,6 +111,26 @@ class CheckpointPolicy:
         return self.path.step(observation)
 
 
+class RecordingPolicy:
+    """A policy whose actions are kept per episode (``actions[i]``: (steps, dim)), for comparisons."""
+
+    def __init__(self, policy: Policy):
+        self.policy = policy
+        self.actions: list[list[np.ndarray]] = []
+
+    def reset(self, seed: int | None) -> None:
+        self.policy.reset(seed)
+        self.actions.append([])
+
+    def select_action(self, observation: dict[str, Any]) -> np.ndarray:
+        action = np.asarray(self.policy.select_action(observation), dtype=np.float64)
+        self.actions[-1].append(action.copy())
+        return action
+
+    def episode_actions(self) -> list[np.ndarray]:
+        return [np.stack(a) if a else np.zeros((0, 0)) for a in self.actions]
+
+
 def make_policy(spec: str, action_space=None, fps: int = 30) -> Policy:
     if spec == "scripted":
         return ScriptedPolicy(fps=fps)
@@ -350,12 +370,17 @@ def _add_frames(writer, obs) -> None:
 
 
 class LocalEnvTransport:
-    """The same loop without ROS: the env in this process (reference for tests and the benchmark)."""
+    """The same loop without ROS: the env in this process (reference for tests and the benchmark).
 
-    def __init__(self, session: SimSession, env_state: bool = True):
+    ``safety``: the command safety the sim node applies (``lerobot_sim.command.so101_safety``), so an
+    in-process run steps the env with the very targets a ROS-served run would."""
+
+    def __init__(self, session: SimSession, env_state: bool = True, safety=None):
         self.session = session
         self.fps = session.fps
         self._env_state = env_state
+        self.safety = safety
+        self._target: np.ndarray | None = None
 
     def _obs(self, raw) -> dict[str, Any]:
         obs = lerobot_observation_keys(raw)
@@ -365,9 +390,14 @@ class LocalEnvTransport:
         return obs
 
     def reset(self, seed: int) -> dict[str, Any]:
-        return self._obs(self.session.reset(seed).observation)
+        obs = self._obs(self.session.reset(seed).observation)
+        if self.safety is not None:  # as the sim node: the first target is where the arm is
+            self._target = np.asarray(self.session.env.unwrapped.joint_positions(), dtype=np.float64)
+        return obs
 
     def step(self, action):
+        if self.safety is not None:
+            self._target = action = self.safety.apply(action, self._target)
         result = self.session.step(action)
         return self._obs(result.observation), result.episode
 

@@ -21,20 +21,17 @@ from lerobot_sim.bridge_base import QOS_STATE, SimBridgeNode, has_subscribers, r
 from lerobot_sim.command import (
     CommandError,
     SafetyLimits,
+    default_max_joint_velocity,
     positions_by_name,
     positions_from_array,
     positions_from_trajectory,
+    so101_safety,
 )
 from lerobot_sim.registration import SO101_CUBE_ID
 from lerobot_sim.session import StepResult
-from lerobot_sim.so101_model import JOINT_NAMES, JointLimits, to_lerobot_units
+from lerobot_sim.so101_model import JOINT_NAMES, to_lerobot_units
 
-try:  # velocity limits of the real servos bound the change per step
-    from lerobot_core.robots import get_robot_spec
-
-    _VELOCITY = min(get_robot_spec("so101_follower").limits[n].velocity for n in JOINT_NAMES)
-except Exception:
-    _VELOCITY = 4.7
+_VELOCITY = default_max_joint_velocity(JOINT_NAMES)  # the real servos' limits bound the change per step
 
 
 class SimNode(SimBridgeNode):
@@ -62,10 +59,7 @@ class SimNode(SimBridgeNode):
             kwargs.setdefault("image_height", int(self.get_parameter("image_height").value))
             if cfg.fps:
                 kwargs.setdefault("fps", int(round(cfg.fps)))
-        limits = JointLimits.so101()
-        fps = cfg.fps or 30.0
-        max_step = float(self.get_parameter("max_joint_velocity").value) / fps
-        self._safety = SafetyLimits(limits.lower, limits.upper, max_step)
+        self._safety = so101_safety(cfg.fps or 30.0, float(self.get_parameter("max_joint_velocity").value))
         return kwargs
 
     def _create_extra_publishers(self) -> None:

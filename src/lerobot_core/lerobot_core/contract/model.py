@@ -241,6 +241,7 @@ class Contract:
         for feature, sources in self.vectors.items():
             names = [n for s in sources for n in s.names()]
             out[feature] = {"dtype": "float32", "shape": (len(names),), "names": names}
+            out[feature]["units"] = self.feature_units(feature)
         for feature, src in self.images.items():
             out[feature] = {
                 "dtype": "video",
@@ -257,6 +258,17 @@ class Contract:
             (v := values.get(src.topic)) is not None and v["mode"] == CONTROL_MODE_HOLD
             for src in self.extras.values()
         )
+
+    def feature_units(self, feature: str) -> str | list[str]:
+        """The units of a vector feature as recorded in info.json (``units`` beside ``names``): radians,
+        degrees or normalized; one per value when its sources differ. Efforts are kept as published."""
+        per_value = [
+            "radians" if f == "effort" else s.units
+            for s in self.vectors[feature]
+            for f in s.fields
+            for _ in s.joints or ()
+        ]
+        return per_value[0] if len(set(per_value)) == 1 else per_value
 
     # ------------------------------------------------------------------ per message
     def _layout(self, topic: str) -> list[tuple[str, str]]:

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -41,7 +42,7 @@ _VECTOR_KEYS = {"topic", "type", "fields", "joints", "prefix", "units", *STREAM_
 _IMAGE_KEYS = {"topic", "type", "encoding", "height", "width", *STREAM_KEYS}
 _TASK_KEYS = {"topic", "default", *STREAM_KEYS}
 _EXTRA_KEYS = {"topic", "type", "field", *STREAM_KEYS}
-_TOP_KEYS = {"fps", "robot_type", "units", "task", "calibration", "features", "defaults"}
+_TOP_KEYS = {"fps", "robot_type", "units", "task", "calibration", "calibration_file", "features", "defaults"}
 DEFAULT_MAX_STALENESS = 0.5  # s: a stream silent this long drops ticks instead of freezing silently
 
 
@@ -219,7 +220,8 @@ class _Parser:
             raise self.err("robot_type", f"expected text, got {robot_type!r}")
         units = self.choice(data.get("units", "radians"), "units", UNITS)
         defaults = self.mapping(data.get("defaults") or {}, "defaults", set(STREAM_KEYS) - {"required"})
-        calibration = self.calibration(data.get("calibration") or {})
+        calibration = self.calibration_file(data.get("calibration_file"), robot_type)
+        calibration.update(self.calibration(data.get("calibration") or {}))  # explicit entries win
         feats = data.get("features")
         if not isinstance(feats, Mapping) or not feats:
             raise self.err("features", "missing or empty (map feature names to topics)")
@@ -355,6 +357,36 @@ class _Parser:
         }
         streams[topic] = self.stream(raw, "task", topic, STRING, task_defaults)
         return default, topic
+
+    def calibration_file(self, value, robot_type: str | None) -> dict[str, tuple[float, float, str]]:
+        """Ranges in radians from a LeRobot calibration JSON (the file the bus driver loads); the mode of
+        each joint is LeRobot's for the robot type (RANGE_0_100 for grippers, RANGE_M100_100 else)."""
+        if value is None:
+            return {}
+        if not isinstance(value, str) or not value:
+            raise self.err(
+                "calibration_file", f"expected the path of a LeRobot calibration JSON, got {value!r}"
+            )
+        from lerobot_core import calibration, robots
+
+        path = os.path.expanduser(value)
+        if not os.path.isabs(path) and os.path.isfile(self.source):  # relative to the contract file
+            path = os.path.join(os.path.dirname(os.path.abspath(self.source)), path)
+        try:
+            cal = calibration.load_calibration(path)
+        except calibration.CalibrationError as exc:
+            raise self.err("calibration_file", f"{exc} (units 'normalized' are computed from it)") from None
+        modes: dict[str, str] = {}
+        if robot_type:
+            try:
+                modes = {m.name: m.norm_mode for m in robots.get_robot_spec(robot_type).motors}
+            except (KeyError, ValueError):
+                modes = {}
+        out = {}
+        for joint, (lo, hi) in calibration.radian_ranges(cal).items():
+            mode = modes.get(joint, robots.RANGE_0_100 if joint == "gripper" else robots.RANGE_M100_100)
+            out[joint] = (lo, hi, "0_100" if mode == robots.RANGE_0_100 else "m100_100")
+        return out
 
     def calibration(self, value) -> dict[str, tuple[float, float, str]]:
         if not isinstance(value, Mapping):

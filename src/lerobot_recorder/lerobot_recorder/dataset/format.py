@@ -125,6 +125,8 @@ def normalize_features(features: Mapping[str, Mapping]) -> dict[str, dict]:
                 if dtype != VIDEO_DTYPE and len(names) != shape[0]:
                     raise DatasetError(f"{where}: {len(names)} names for shape {shape}")
         entry = {"dtype": dtype, "shape": shape, "names": names}
+        if spec.get("units") is not None:  # ours, beside LeRobot's keys: what the policy node checks
+            entry["units"] = spec["units"]
         if dtype == VIDEO_DTYPE:
             entry["info"] = dict(spec["info"]) if spec.get("info") else None
         out[key] = entry
@@ -201,6 +203,8 @@ def empty_info(
 
 def _json_feature(ft: Mapping) -> dict:
     out = {"dtype": ft["dtype"], "shape": list(ft["shape"]), "names": ft.get("names")}
+    if ft.get("units") is not None:
+        out["units"] = ft["units"]
     if ft["dtype"] == VIDEO_DTYPE:
         out["info"] = ft.get("info")
     return out
