@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from lerobot_bringup.profile import (
     NodeSpec,
     Profile,
@@ -27,7 +29,8 @@ from lerobot_bringup.profile import (
     load_profile,
     parse_overrides,
 )
-from lerobot_core.ament import die_with_parent, find_executable
+from lerobot_core.ament import die_with_parent, find_executable, prefixes
+from lerobot_core.param_check import UnknownParameterError, check_parameter_names
 
 CLEAN_EXIT = {0, -signal.SIGINT, 128 + signal.SIGINT}
 
@@ -66,6 +69,37 @@ def command_lines(profile: Profile, workdir: Path) -> list[tuple[NodeSpec, list[
             params_file.write_text(spec.params_yaml())
         out.append((spec, [str(exe), *spec.ros_args(str(params_file) if params_file else None)]))
     return out
+
+
+def declared_parameters(package: str, executable: str) -> set[str] | None:
+    """The parameter names `executable` declares, from its defaults file ``share/<package>/config/
+    <executable>.yaml`` (tested to hold every declared default); None for a node without one."""
+    for prefix in prefixes():
+        path = Path(prefix, "share", package, "config", f"{executable}.yaml")
+        if path.is_file():
+            try:
+                params = (yaml.safe_load(path.read_text()) or {})[executable]["ros__parameters"]
+            except (yaml.YAMLError, KeyError, TypeError):
+                return None  # not a defaults file of this node: the node checks at start
+            return set(params)
+    return None
+
+
+def check_parameters(profile: Profile) -> None:
+    """Fail before anything starts when a profile gives a node a parameter it does not declare.
+
+    Covers the nodes with a defaults file; every node also checks its own overrides when it starts
+    (``lerobot_core.ros.node.run_node``), so the others fail at start with the same message.
+    """
+    for i, spec in enumerate(profile.nodes):
+        declared = declared_parameters(spec.package, spec.executable) if spec.parameters else None
+        if declared is None:
+            continue
+        try:
+            fq = "/" + "/".join(p for p in (spec.namespace.strip("/"), spec.name) if p)
+            check_parameter_names(spec.parameters, declared, fq, f"nodes[{i}] ({spec.name}).parameters")
+        except UnknownParameterError as e:
+            raise ProfileError(f"{profile.path}: {e}") from None
 
 
 def params_dir(profile: Profile) -> Path:
@@ -235,6 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if a.list else 2
     try:
         profile = load_profile(a.profile, parse_overrides(a.overrides))
+        check_parameters(profile)
         if a.show:
             show(profile)
             return 0

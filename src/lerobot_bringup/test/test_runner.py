@@ -105,6 +105,35 @@ def test_unknown_executable_is_an_error_naming_file_and_key(tmp_path):
     assert str(profile) in out and "nodes[0] (a).executable" in out and "synthetic_joints" in out
 
 
+def test_misspelt_parameter_of_a_node_without_defaults_file_fails_at_the_node(tmp_path):
+    """synthetic_joints has no config yaml: the launcher cannot know its names, the node itself refuses."""
+    profile = tmp_path / "misspelt.yaml"
+    profile.write_text(
+        "nodes:\n"
+        "  - {name: source, package: lerobot_bringup, executable: synthetic_joints,\n"
+        "     parameters: {rate_hzz: 5.0, count: 3}}\n"
+    )
+    proc = launch(str(profile))
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 1, out
+    assert "node '/source' has no parameter 'rate_hzz' (did you mean 'rate_hz'?)" in out, out
+    assert "node 'source' died with exit code 2" in out, out
+
+
+def test_misspelt_parameter_of_a_node_with_defaults_file_fails_before_anything_starts(tmp_path):
+    """sim's config/sim.yaml holds every declared parameter: lerobot-launch checks before starting."""
+    profile = tmp_path / "misspelt.yaml"
+    profile.write_text(
+        "nodes:\n"
+        "  - {name: sim, package: lerobot_sim, executable: sim, parameters: {autostart: true, rate_hzz: 30.0}}\n"
+    )
+    proc = launch(str(profile))
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 2, out
+    assert f"{profile}: nodes[0] (sim).parameters: node '/sim' has no parameter 'rate_hzz'" in out, out
+    assert "started" not in out  # nothing was started
+
+
 def test_emulated_hardware_stops_after_every_other_node(tmp_path):
     profile = tmp_path / "staged.yaml"
     profile.write_text(
