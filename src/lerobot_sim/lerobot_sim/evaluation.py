@@ -172,6 +172,7 @@ def metrics_document(
             "seed": e.seed,
             "steps": e.steps,
             "restarts": e.restarts,
+            "ended": e.ended,
         }
         for e in episodes
     ]
