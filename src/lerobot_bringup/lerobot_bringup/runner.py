@@ -27,6 +27,7 @@ from lerobot_bringup.profile import (
     ProfileError,
     list_profiles,
     load_profile,
+    package_installed,
     parse_overrides,
 )
 from lerobot_core.ament import die_with_parent, find_executable, prefixes
@@ -55,10 +56,19 @@ def ros_environment(base: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def command_lines(profile: Profile, workdir: Path) -> list[tuple[NodeSpec, list[str]]]:
+def skipped_nodes(profile: Profile, installed=package_installed) -> list[tuple[NodeSpec, str]]:
+    """The nodes not started here (``if_installed`` / ``unless_installed``) and why."""
+    return [(spec, why) for spec in profile.nodes if (why := spec.skip_reason(installed))]
+
+
+def command_lines(
+    profile: Profile, workdir: Path, installed=package_installed
+) -> list[tuple[NodeSpec, list[str]]]:
     """Resolve each node to its command line; parameters go through a params file per node."""
     out = []
     for i, spec in enumerate(profile.nodes):
+        if spec.skip_reason(installed):
+            continue
         try:
             exe = find_executable(spec.package, spec.executable)
         except FileNotFoundError as e:
@@ -124,7 +134,16 @@ def show(profile: Profile) -> None:
     for spec, cmd in command_lines(profile, workdir):
         print(f"  {spec.name}: {' '.join(cmd)}")
         if spec.parameters:
-            print("    parameters: " + ", ".join(f"{k}={v!r}" for k, v in spec.parameters.items()))
+            print("    parameters: " + ", ".join(f"{k}={_short(v)}" for k, v in spec.parameters.items()))
+    for spec, why in skipped_nodes(profile):
+        print(f"  {spec.name}: not started ({why})")
+
+
+def _short(value) -> str:
+    """A parameter as --show prints it: a file's text (a URDF) by its size, not in full."""
+    if isinstance(value, str) and ("\n" in value or len(value) > 120):
+        return f"<text, {len(value)} characters>"
+    return repr(value)
 
 
 def _pump(name: str, stream, width: int) -> None:
@@ -154,6 +173,8 @@ class GraphRunner:
                 f"profile '{self.profile.name}' ({self.profile.path}): {len(commands)} node(s), "
                 f"ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']}, discovery LOCALHOST"
             )
+            for spec, why in skipped_nodes(self.profile):
+                self._log(f"not starting {spec.name}: {why}")
             for spec, cmd in commands:
                 proc = subprocess.Popen(
                     cmd,

@@ -228,3 +228,51 @@ def test_nodes_do_not_outlive_a_killed_runner(ros_node):
         proc.kill()
     # the kernel's parent-death signal stops the nodes anyway
     assert wait_until(lambda: ros_node.count_publishers("/joint_states") == 0, timeout=15)
+
+
+def test_teleop_profile_uses_robot_state_publisher_where_it_is_installed(tmp_path):
+    """A prefix that holds a robot_state_publisher: it replaces our description and TF nodes."""
+    prefix = tmp_path / "prefix"
+    (prefix / "share" / "ament_index" / "resource_index" / "packages").mkdir(parents=True)
+    (prefix / "share" / "ament_index" / "resource_index" / "packages" / "robot_state_publisher").touch()
+    exe = prefix / "lib" / "robot_state_publisher" / "robot_state_publisher"
+    exe.parent.mkdir(parents=True)
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+
+    def show(env_prefix):
+        env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+        if env_prefix:
+            env["AMENT_PREFIX_PATH"] = f"{env_prefix}{os.pathsep}{env['AMENT_PREFIX_PATH']}"
+        cmd = [sys.executable, "-m", "lerobot_bringup.runner", "so101_teleop_demo", "--show"]
+        res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
+        assert res.returncode == 0, res.stderr
+        return res.stdout
+
+    with_rsp = show(prefix)
+    assert f"  robot_state_publisher: {exe} --ros-args" in with_rsp
+    assert "robot_description=<text," in with_rsp  # the URDF's text, summarized
+    assert "  joint_state_tf: not started (package 'robot_state_publisher' is installed)" in with_rsp
+    assert (
+        "  robot_description_publisher: not started (package 'robot_state_publisher' is installed)"
+        in with_rsp
+    )
+    params = (
+        tmp_path
+        / "cache"
+        / "lerobot_ros"
+        / "launch"
+        / "so101_teleop_demo"
+        / "robot_state_publisher.params.yaml"
+    )
+    import yaml
+
+    description = yaml.safe_load(params.read_text())["/robot_state_publisher"]["ros__parameters"][
+        "robot_description"
+    ]
+    assert description.startswith("<?xml") and "front_optical_frame" in description
+    without = show(None)
+    assert (
+        "  robot_state_publisher: not started (package 'robot_state_publisher' is not installed)" in without
+    )
+    assert "  joint_state_tf: " in without and "joint_state_tf: not started" not in without
