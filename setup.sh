@@ -8,16 +8,19 @@
 #
 #   ./setup.sh            # set up (or bring up to date)
 #   ./setup.sh --force    # reinstall the pinned packages and rebuild from scratch
+#   ./setup.sh --plan     # say which ROS, venv, package list and build command it would use; change nothing
 #   source env.sh         # afterwards: a shell in the set-up environment
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 VENV=${LEROBOT_ROS_VENV:-$ROOT/.venv}
 FORCE=0
+PLAN=0
 for a in "$@"; do
   case "$a" in
     --force) FORCE=1 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --plan) PLAN=1 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$a' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -31,6 +34,8 @@ elapsed() { awk -v a="$(now)" -v b="$1" 'BEGIN{printf "%.1f", a-b}'; }
 # Pinned package sets: requirements.txt (ML / sim / dev) and requirements-ros-wheels.txt (ROS 2).
 REQ="$ROOT/requirements.txt"
 REQ_ROS="$ROOT/requirements-ros-wheels.txt"
+# On a system ROS: the same list with numpy < 2 and an opencv built for numpy 1.x (the distro's ABI).
+REQ_SYS="$ROOT/requirements-system-ros.txt"
 CV2_PIN=opencv-python-headless==4.14.0.94
 
 # ---------------------------------------------------------------------------------------------
@@ -56,12 +61,27 @@ PYVER=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null
 if [ -z "$SYSTEM_ROS" ] && [ "$PYVER" != "3.11" ]; then
   die "'$PY' is Python $PYVER; the PyPI ROS 2 wheels (kilted, cp311) need Python 3.11. Set PYTHON=/path/to/python3.11, or source a system ROS 2 (/opt/ros/<distro>/setup.bash) first."
 fi
-echo "setup.sh: python $PYVER ($PY), ROS from ${SYSTEM_ROS:+system $ROS_ROOT/$SYSTEM_ROS}${SYSTEM_ROS:-PyPI wheels (kilted)}, venv $VENV"
+if [ -n "$SYSTEM_ROS" ]; then ROS_FROM="system $ROS_ROOT/$SYSTEM_ROS"; else ROS_FROM="PyPI wheels (kilted)"; fi
+echo "setup.sh: python $PYVER ($PY), ROS from $ROS_FROM, venv $VENV"
 
 # ---------------------------------------------------------------------------------------------
 # 1. venv + packages, skipped when the pinned set and the venv are unchanged.
-if [ -n "$SYSTEM_ROS" ]; then REQ_ARGS=(-r "$REQ"); else REQ_ARGS=(-r "$REQ_ROS" -r "$REQ"); fi
-PIN_HASH=$( { echo "$PYVER $SYSTEM_ROS"; cat "$REQ"; [ -n "$SYSTEM_ROS" ] || cat "$REQ_ROS"; } | sha256sum | cut -c1-16)
+if [ -n "$SYSTEM_ROS" ]; then
+  REQ_ARGS=(-r "$REQ_SYS")
+  CV2_PIN=$(grep -oE '^opencv-python-headless==[^ ]+' "$REQ_SYS") || die "$REQ_SYS pins no opencv-python-headless"
+else
+  REQ_ARGS=(-r "$REQ_ROS" -r "$REQ")
+fi
+# colcon from the venv's python: ament_python writes that python into the node scripts' shebangs, so
+# the nodes find the venv's torch (a system /usr/bin/colcon would write /usr/bin/python3).
+BUILD_CMD=("$VENV/bin/python" -m colcon build --symlink-install --event-handlers console_direct- console_cohesion-)
+if [ "$PLAN" = 1 ]; then
+  echo "setup.sh: plan: venv $VENV${SYSTEM_ROS:+ (--system-site-packages: rclpy and numpy of the distro)}"
+  echo "setup.sh: plan: pip install ${REQ_ARGS[*]}, then $CV2_PIN"
+  echo "setup.sh: plan: ${BUILD_CMD[*]}"
+  exit 0
+fi
+PIN_HASH=$( { echo "$PYVER $SYSTEM_ROS"; cat "$REQ"; [ -n "$SYSTEM_ROS" ] || cat "$REQ_ROS"; [ -z "$SYSTEM_ROS" ] || cat "$REQ_SYS"; } | sha256sum | cut -c1-16)
 STAMP="$VENV/.lerobot_ros_pins"
 if [ "$FORCE" = 1 ] || [ ! -x "$VENV/bin/python" ] || [ "$(cat "$STAMP" 2>/dev/null)" != "$PIN_HASH" ]; then
   T=$(now)
@@ -133,7 +153,7 @@ if [ "$FORCE" = 1 ] || [ ! -f "$ROOT/install/setup.bash" ] || [ "$(cat "$BSTAMP"
   [ "$FORCE" = 1 ] && rm -rf "$ROOT/build" "$ROOT/install" "$ROOT/log"
   echo "setup.sh: colcon build ..."
   BLOG="$ROOT/log/setup-colcon-build.log"; mkdir -p "$ROOT/log"
-  if ! (cd "$ROOT" && colcon build --symlink-install --event-handlers console_direct- console_cohesion- >"$BLOG" 2>&1); then
+  if ! (cd "$ROOT" && "${BUILD_CMD[@]}" >"$BLOG" 2>&1); then
     echo "----- last lines of $BLOG -----" >&2; tail -40 "$BLOG" >&2
     die "colcon build failed (full log: $BLOG; per package: $ROOT/log/latest_build/<package>/). Fix the error and re-run ./setup.sh."
   fi

@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-FILES = ["setup.sh", "env.sh", "requirements.txt", "requirements-ros-wheels.txt", "colcon_defaults.yaml"]
+FILES = [
+    "setup.sh",
+    "env.sh",
+    "requirements.txt",
+    "requirements-ros-wheels.txt",
+    "requirements-system-ros.txt",
+    "colcon_defaults.yaml",
+]
 
 
 def copy_workspace(tmp_path: Path) -> Path:
@@ -19,12 +26,12 @@ def copy_workspace(tmp_path: Path) -> Path:
     return ws
 
 
-def run(ws: Path, env_extra: dict, timeout: float = 300) -> subprocess.CompletedProcess:
+def run(ws: Path, env_extra: dict, timeout: float = 300, args=()) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AMENT_", "COLCON_", "CMAKE_PREFIX"))}
     env.pop("ROS_DISTRO", None)
     env.update(env_extra)
     return subprocess.run(
-        ["bash", str(ws / "setup.sh")], env=env, capture_output=True, text=True, timeout=timeout
+        ["bash", str(ws / "setup.sh"), *args], env=env, capture_output=True, text=True, timeout=timeout
     )
 
 
@@ -103,3 +110,52 @@ def test_a_sourced_system_ros_is_used_or_refused_by_distro(tmp_path):
     # without AMENT_PREFIX_PATH pointing at it, a stray ROS_DISTRO does not switch away from the wheels
     stray = run(ws, {**base, "ROS_DISTRO": "jazzy", "PYTHON": "/nonexistent/python3"})
     assert "wheels are built for CPython 3.11" in stray.stderr
+
+
+def test_on_a_system_ros_the_venv_keeps_the_distro_numpy_and_colcon_runs_from_the_venv(tmp_path):
+    ws = copy_workspace(tmp_path)
+    fake = tmp_path / "opt_ros"
+    (fake / "jazzy").mkdir(parents=True)
+    venv = tmp_path / "venv"
+    env = {
+        "LEROBOT_ROS_SYSTEM_ROOT": str(fake),
+        "LEROBOT_ROS_VENV": str(venv),
+        "ROS_DISTRO": "jazzy",
+        "AMENT_PREFIX_PATH": str(fake / "jazzy"),
+        "PYTHON": shutil.which("python3.11") or shutil.which("python3"),
+    }
+    plan = run(ws, env, args=["--plan"])
+    assert plan.returncode == 0, plan.stderr
+    assert f"ROS from system {fake}/jazzy," in plan.stdout
+    assert f"venv {venv} (--system-site-packages" in plan.stdout
+    assert (
+        f"pip install -r {ws}/requirements-system-ros.txt, then opencv-python-headless==4.10.0.84"
+        in plan.stdout
+    )
+    assert f"{venv}/bin/python -m colcon build --symlink-install" in plan.stdout
+    assert not venv.exists()  # --plan changes nothing
+    wheels = run(ws, {"LEROBOT_ROS_VENV": str(venv), "PYTHON": env["PYTHON"]}, args=["--plan"])
+    assert (
+        f"pip install -r {ws}/requirements-ros-wheels.txt -r {ws}/requirements.txt, then opencv-python-headless==4.14.0.94"
+        in wheels.stdout
+    )
+
+
+def _pins(path: Path) -> dict[str, str]:
+    out = {}
+    for line in path.read_text().splitlines():
+        spec = line.split("#")[0].strip()
+        if spec:
+            name = spec.split("=")[0].split("<")[0].split(">")[0].strip().lower()
+            out[name] = spec
+    return out
+
+
+def test_system_ros_requirements_are_requirements_txt_with_numpy_1_pins():
+    common, system = _pins(ROOT / "requirements.txt"), _pins(ROOT / "requirements-system-ros.txt")
+    assert system["numpy"] == "numpy<2"
+    assert system["opencv-python-headless"] == "opencv-python-headless==4.10.0.84"  # numpy 1.x and 2.x wheels
+    changed = {"numpy", "opencv-python-headless"}
+    assert {k: v for k, v in system.items() if k not in changed} == {
+        k: v for k, v in common.items() if k not in changed
+    }

@@ -28,13 +28,15 @@ def _nodes_for(context, profile_name: str):
     from launch.events import Shutdown
     from launch_ros.actions import Node
 
-    from lerobot_bringup.profile import load_profile, parse_overrides
+    from lerobot_bringup.profile import load_profile, package_installed, parse_overrides
 
     declared = load_profile(profile_name)
     overrides = parse_overrides([f"{k}:={context.launch_configurations[k]}" for k in declared.arguments])
     profile = load_profile(profile_name, overrides)
     actions = []
     for spec in profile.nodes:
+        if spec.skip_reason(package_installed):
+            continue  # e.g. our TF node where robot_state_publisher is installed
         node = Node(
             package=spec.package,
             executable=spec.executable,

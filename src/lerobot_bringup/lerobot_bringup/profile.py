@@ -19,9 +19,13 @@ Schema::
         required: true              # optional; when the node exits, the graph stops
         stop_last: false            # optional; emulated hardware: stopped after every other node,
                                     #   so drivers reach their safe state against a live device
+        if_installed: false         # optional; start only where the node's package is installed
+        unless_installed: ""        # optional; a package: skip this node where that package is installed
+                                    #   (e.g. our TF node where robot_state_publisher exists)
 
 ``${name}`` alone keeps the argument's value and type; inside a longer string it is substituted as
-text. ``${share:pkg}`` is the share directory of package ``pkg``.
+text. ``${share:pkg}`` is the share directory of package ``pkg``; ``${read:pkg/path}`` the text of
+the file ``path`` in it (e.g. a URDF for robot_state_publisher's ``robot_description``).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from typing import Any
 
 import yaml
 
-_SUBST = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*|share:[A-Za-z0-9_]+)\}")
+_SUBST = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*|share:[A-Za-z0-9_]+|read:[A-Za-z0-9_]+/[A-Za-z0-9_./-]+)\}")
 _NODE_KEYS = {
     "name",
     "package",
@@ -46,6 +50,8 @@ _NODE_KEYS = {
     "required",
     "args",
     "stop_last",
+    "if_installed",
+    "unless_installed",
 }
 _TOP_KEYS = {"description", "arguments", "nodes"}
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
@@ -74,6 +80,16 @@ class NodeSpec:
     required: bool = True
     args: tuple[str, ...] = ()
     stop_last: bool = False
+    if_installed: bool = False
+    unless_installed: str = ""
+
+    def skip_reason(self, installed: Callable[[str], bool]) -> str:
+        """Why the node is not started where `installed(package)` says what exists; '' to start it."""
+        if self.if_installed and not installed(self.package):
+            return f"package '{self.package}' is not installed"
+        if self.unless_installed and installed(self.unless_installed):
+            return f"package '{self.unless_installed}' is installed"
+        return ""
 
     def ros_args(self, params_file: str | None = None) -> list[str]:
         """Arguments after the executable, as `ros2 run` would pass them."""
@@ -120,6 +136,15 @@ def default_share_lookup(package: str) -> str:
     raise ProfileError(
         f"package '{package}' not found in AMENT_PREFIX_PATH (is the workspace built and sourced?)"
     )
+
+
+def package_installed(package: str) -> bool:
+    """Whether `package` is in the ament index (AMENT_PREFIX_PATH), as ``ros2 run`` would find it."""
+    try:
+        default_share_lookup(package)
+    except ProfileError:
+        return False
+    return True
 
 
 def profile_search_path() -> list[Path]:
@@ -228,6 +253,12 @@ def load_profile(
                 return share_lookup(token[6:])
             except ProfileError as e:
                 raise ProfileError(f"{where}: {key}: {e}") from None
+        if token.startswith("read:"):
+            package, rel = token[5:].split("/", 1)
+            try:
+                return (Path(share_lookup(package)) / rel).read_text(encoding="utf-8")
+            except (ProfileError, OSError) as e:
+                raise ProfileError(f"{where}: {key}: ${{{token}}}: {e}") from None
         if token not in values:
             raise ProfileError(
                 f"{where}: {key}: unknown argument '${{{token}}}' (declared: {sorted(values)})"
@@ -279,6 +310,8 @@ def load_profile(
                 required=bool(n.get("required", True)),
                 args=tuple(str(a) for a in args),
                 stop_last=bool(n.get("stop_last", False)),
+                if_installed=bool(n.get("if_installed", False)),
+                unless_installed=str(n.get("unless_installed") or ""),
             )
         )
     return Profile(path.stem, path, str(raw.get("description", "")), arguments, tuple(nodes), values)

@@ -19,15 +19,19 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from lerobot_bringup.profile import (
     NodeSpec,
     Profile,
     ProfileError,
     list_profiles,
     load_profile,
+    package_installed,
     parse_overrides,
 )
-from lerobot_core.ament import die_with_parent, find_executable
+from lerobot_core.ament import die_with_parent, find_executable, prefixes
+from lerobot_core.param_check import UnknownParameterError, check_parameter_names
 
 CLEAN_EXIT = {0, -signal.SIGINT, 128 + signal.SIGINT}
 
@@ -52,10 +56,19 @@ def ros_environment(base: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def command_lines(profile: Profile, workdir: Path) -> list[tuple[NodeSpec, list[str]]]:
+def skipped_nodes(profile: Profile, installed=package_installed) -> list[tuple[NodeSpec, str]]:
+    """The nodes not started here (``if_installed`` / ``unless_installed``) and why."""
+    return [(spec, why) for spec in profile.nodes if (why := spec.skip_reason(installed))]
+
+
+def command_lines(
+    profile: Profile, workdir: Path, installed=package_installed
+) -> list[tuple[NodeSpec, list[str]]]:
     """Resolve each node to its command line; parameters go through a params file per node."""
     out = []
     for i, spec in enumerate(profile.nodes):
+        if spec.skip_reason(installed):
+            continue
         try:
             exe = find_executable(spec.package, spec.executable)
         except FileNotFoundError as e:
@@ -66,6 +79,37 @@ def command_lines(profile: Profile, workdir: Path) -> list[tuple[NodeSpec, list[
             params_file.write_text(spec.params_yaml())
         out.append((spec, [str(exe), *spec.ros_args(str(params_file) if params_file else None)]))
     return out
+
+
+def declared_parameters(package: str, executable: str) -> set[str] | None:
+    """The parameter names `executable` declares, from its defaults file ``share/<package>/config/
+    <executable>.yaml`` (tested to hold every declared default); None for a node without one."""
+    for prefix in prefixes():
+        path = Path(prefix, "share", package, "config", f"{executable}.yaml")
+        if path.is_file():
+            try:
+                params = (yaml.safe_load(path.read_text()) or {})[executable]["ros__parameters"]
+            except (yaml.YAMLError, KeyError, TypeError):
+                return None  # not a defaults file of this node: the node checks at start
+            return set(params)
+    return None
+
+
+def check_parameters(profile: Profile) -> None:
+    """Fail before anything starts when a profile gives a node a parameter it does not declare.
+
+    Covers the nodes with a defaults file; every node also checks its own overrides when it starts
+    (``lerobot_core.ros.node.run_node``), so the others fail at start with the same message.
+    """
+    for i, spec in enumerate(profile.nodes):
+        declared = declared_parameters(spec.package, spec.executable) if spec.parameters else None
+        if declared is None:
+            continue
+        try:
+            fq = "/" + "/".join(p for p in (spec.namespace.strip("/"), spec.name) if p)
+            check_parameter_names(spec.parameters, declared, fq, f"nodes[{i}] ({spec.name}).parameters")
+        except UnknownParameterError as e:
+            raise ProfileError(f"{profile.path}: {e}") from None
 
 
 def params_dir(profile: Profile) -> Path:
@@ -90,7 +134,16 @@ def show(profile: Profile) -> None:
     for spec, cmd in command_lines(profile, workdir):
         print(f"  {spec.name}: {' '.join(cmd)}")
         if spec.parameters:
-            print("    parameters: " + ", ".join(f"{k}={v!r}" for k, v in spec.parameters.items()))
+            print("    parameters: " + ", ".join(f"{k}={_short(v)}" for k, v in spec.parameters.items()))
+    for spec, why in skipped_nodes(profile):
+        print(f"  {spec.name}: not started ({why})")
+
+
+def _short(value) -> str:
+    """A parameter as --show prints it: a file's text (a URDF) by its size, not in full."""
+    if isinstance(value, str) and ("\n" in value or len(value) > 120):
+        return f"<text, {len(value)} characters>"
+    return repr(value)
 
 
 def _pump(name: str, stream, width: int) -> None:
@@ -120,6 +173,8 @@ class GraphRunner:
                 f"profile '{self.profile.name}' ({self.profile.path}): {len(commands)} node(s), "
                 f"ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']}, discovery LOCALHOST"
             )
+            for spec, why in skipped_nodes(self.profile):
+                self._log(f"not starting {spec.name}: {why}")
             for spec, cmd in commands:
                 proc = subprocess.Popen(
                     cmd,
@@ -235,6 +290,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if a.list else 2
     try:
         profile = load_profile(a.profile, parse_overrides(a.overrides))
+        check_parameters(profile)
         if a.show:
             show(profile)
             return 0

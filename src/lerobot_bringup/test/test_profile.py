@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lerobot_bringup.profile import ProfileError, load_profile, parse_overrides
+from lerobot_bringup.profile import ProfileError, load_profile, package_installed, parse_overrides
 
 PROFILES = Path(__file__).resolve().parent.parent / "profiles"
 
@@ -130,7 +130,53 @@ def test_every_shipped_profile_loads_and_its_executables_exist(path):
     prof = load_profile(path)
     assert prof.description, f"{path}: add a description"
     for node in prof.nodes:
+        if node.if_installed and not package_installed(node.package):
+            continue  # optional here (robot_state_publisher); its stand-ins are checked instead
         assert find_executable(node.package, node.executable).is_file()
     launch_file = PROFILES.parent / "launch" / f"{path.stem}.launch.py"
     assert launch_file.is_file(), f"{path.stem} has no launch/{path.stem}.launch.py for ros2 launch"
     assert f'generate_profile_launch_description("{path.stem}")' in launch_file.read_text()
+
+
+ALTERNATIVES = """
+nodes:
+  - name: robot_state_publisher
+    package: robot_state_publisher
+    executable: robot_state_publisher
+    if_installed: true
+    parameters: {robot_description: "${read:pkg_a/urdf/x.urdf}"}
+  - name: our_tf
+    package: pkg_b
+    executable: joint_state_tf
+    unless_installed: robot_state_publisher
+"""
+
+
+@pytest.mark.parametrize("rsp_installed", [True, False])
+def test_a_node_can_stand_in_for_a_package_that_is_not_installed(tmp_path, rsp_installed):
+    (tmp_path / "share" / "pkg_a" / "urdf").mkdir(parents=True)
+    (tmp_path / "share" / "pkg_a" / "urdf" / "x.urdf").write_text("<robot name='x'/>\n")
+    prof = load_profile(write(tmp_path, ALTERNATIVES), share_lookup=lambda pkg: str(tmp_path / "share" / pkg))
+    rsp, tf = prof.node("robot_state_publisher"), prof.node("our_tf")
+    assert rsp.parameters == {"robot_description": "<robot name='x'/>\n"}  # ${read:...}: the file's text
+
+    def installed(pkg):
+        return pkg != "robot_state_publisher" or rsp_installed
+
+    if rsp_installed:
+        assert (rsp.skip_reason(installed), tf.skip_reason(installed)) == (
+            "",
+            "package 'robot_state_publisher' is installed",
+        )
+    else:
+        assert (rsp.skip_reason(installed), tf.skip_reason(installed)) == (
+            "package 'robot_state_publisher' is not installed",
+            "",
+        )
+
+
+def test_an_unreadable_read_substitution_names_the_key(tmp_path):
+    with pytest.raises(
+        ProfileError, match=r"nodes\[0\] \(robot_state_publisher\)\.parameters\.robot_description: "
+    ):
+        load_profile(write(tmp_path, ALTERNATIVES), share_lookup=lambda pkg: str(tmp_path / "nowhere"))

@@ -102,3 +102,23 @@ def test_main_job_graph_runs_the_scripted_expert_to_success(ros_node):
     done = [m for m in info.messages if m.terminated][0]
     # realtime on a loaded machine may cost an episode; seeds follow the profile's seed:=0
     assert done.seed == done.episode_index and done.max_reward > 0.9
+
+
+@pytest.mark.ros
+def test_deploy_sim_says_when_the_policy_drives_at_what_rate_and_how_episodes_end():
+    """`lerobot-launch deploy_sim_so101` with the ACT fixture: the lines a user reads while it runs."""
+    act = SRC / "lerobot_policy_node" / "test" / "fixtures" / "act_small" / "pretrained_model"
+    args = ["deploy_sim_so101", f"policy_path:={act}", "image_width:=64", "image_height:=48"]
+    with RosProcess("lerobot_bringup", "lerobot-launch", args=args, ros_args=False) as graph:
+        wanted = (
+            "driving: the policy commands the robot",  # once, when the first command goes out
+            "driving: last 10 s: control",  # then the rates every 10 s
+            "episode 0 (seed 0) ended: timeout after 300 steps (10.0 s), reward sum",  # the sim's verdict
+        )
+        ok = wait_until(lambda: all(w in graph.output() for w in wanted), 120)
+        out = graph.output()
+        assert ok, out[-4000:]
+    rates = [line for line in out.splitlines() if "driving: last 10 s" in line][0]
+    assert "[policy]" in rates and " Hz of 30 (" in rates and "inference " in rates, rates
+    start = [line for line in out.splitlines() if "the policy commands the robot" in line][0]
+    assert "control 30 Hz, policy 30 fps, 5 action(s) used per chunk" in start, start

@@ -105,6 +105,35 @@ def test_unknown_executable_is_an_error_naming_file_and_key(tmp_path):
     assert str(profile) in out and "nodes[0] (a).executable" in out and "synthetic_joints" in out
 
 
+def test_misspelt_parameter_of_a_node_without_defaults_file_fails_at_the_node(tmp_path):
+    """synthetic_joints has no config yaml: the launcher cannot know its names, the node itself refuses."""
+    profile = tmp_path / "misspelt.yaml"
+    profile.write_text(
+        "nodes:\n"
+        "  - {name: source, package: lerobot_bringup, executable: synthetic_joints,\n"
+        "     parameters: {rate_hzz: 5.0, count: 3}}\n"
+    )
+    proc = launch(str(profile))
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 1, out
+    assert "node '/source' has no parameter 'rate_hzz' (did you mean 'rate_hz'?)" in out, out
+    assert "node 'source' died with exit code 2" in out, out
+
+
+def test_misspelt_parameter_of_a_node_with_defaults_file_fails_before_anything_starts(tmp_path):
+    """sim's config/sim.yaml holds every declared parameter: lerobot-launch checks before starting."""
+    profile = tmp_path / "misspelt.yaml"
+    profile.write_text(
+        "nodes:\n"
+        "  - {name: sim, package: lerobot_sim, executable: sim, parameters: {autostart: true, rate_hzz: 30.0}}\n"
+    )
+    proc = launch(str(profile))
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 2, out
+    assert f"{profile}: nodes[0] (sim).parameters: node '/sim' has no parameter 'rate_hzz'" in out, out
+    assert "started" not in out  # nothing was started
+
+
 def test_emulated_hardware_stops_after_every_other_node(tmp_path):
     profile = tmp_path / "staged.yaml"
     profile.write_text(
@@ -204,3 +233,51 @@ def test_nodes_do_not_outlive_a_killed_runner(ros_node):
         proc.kill()
     # the kernel's parent-death signal stops the nodes anyway
     assert wait_until(lambda: ros_node.count_publishers("/joint_states") == 0, timeout=15)
+
+
+def test_teleop_profile_uses_robot_state_publisher_where_it_is_installed(tmp_path):
+    """A prefix that holds a robot_state_publisher: it replaces our description and TF nodes."""
+    prefix = tmp_path / "prefix"
+    (prefix / "share" / "ament_index" / "resource_index" / "packages").mkdir(parents=True)
+    (prefix / "share" / "ament_index" / "resource_index" / "packages" / "robot_state_publisher").touch()
+    exe = prefix / "lib" / "robot_state_publisher" / "robot_state_publisher"
+    exe.parent.mkdir(parents=True)
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+
+    def show(env_prefix):
+        env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+        if env_prefix:
+            env["AMENT_PREFIX_PATH"] = f"{env_prefix}{os.pathsep}{env['AMENT_PREFIX_PATH']}"
+        cmd = [sys.executable, "-m", "lerobot_bringup.runner", "so101_teleop_demo", "--show"]
+        res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
+        assert res.returncode == 0, res.stderr
+        return res.stdout
+
+    with_rsp = show(prefix)
+    assert f"  robot_state_publisher: {exe} --ros-args" in with_rsp
+    assert "robot_description=<text," in with_rsp  # the URDF's text, summarized
+    assert "  joint_state_tf: not started (package 'robot_state_publisher' is installed)" in with_rsp
+    assert (
+        "  robot_description_publisher: not started (package 'robot_state_publisher' is installed)"
+        in with_rsp
+    )
+    params = (
+        tmp_path
+        / "cache"
+        / "lerobot_ros"
+        / "launch"
+        / "so101_teleop_demo"
+        / "robot_state_publisher.params.yaml"
+    )
+    import yaml
+
+    description = yaml.safe_load(params.read_text())["/robot_state_publisher"]["ros__parameters"][
+        "robot_description"
+    ]
+    assert description.startswith("<?xml") and "front_optical_frame" in description
+    without = show(None)
+    assert (
+        "  robot_state_publisher: not started (package 'robot_state_publisher' is not installed)" in without
+    )
+    assert "  joint_state_tf: " in without and "joint_state_tf: not started" not in without

@@ -19,8 +19,9 @@ from collections.abc import Callable, Iterable
 from typing import Optional
 
 from lerobot_core.robots import RobotSpec, get_robot_spec
-from lerobot_drivers.bus import MotorBus, get_family
+from lerobot_drivers.bus import BusError, MotorBus, get_family
 from lerobot_drivers.calibration import (
+    CalibrationError,
     MotorCalibration,
     calibration_path,
     save_calibration,
@@ -173,10 +174,24 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
     )
     args = p.parse_args(list(argv) if argv is not None else None)
 
-    spec = get_robot_spec(args.robot)
+    try:
+        spec = get_robot_spec(args.robot)
+    except KeyError as exc:
+        p.error(f"--robot: {exc.args[0]}")
     if spec.is_bimanual:
         p.error("calibrate each arm of a bimanual robot separately (ids <id>_right and <id>_left)")
     out_path = calibration_path(spec, args.id, args.calibration_dir)
+    try:
+        return _run(args, spec, out_path)
+    except BusError as exc:  # the port, a servo that does not answer, a wrong model: no traceback
+        print(f"lerobot-ros-calibrate: error: --port {args.port}: {exc}", file=sys.stderr)
+        return 2
+    except (CalibrationError, RuntimeError, OSError) as exc:
+        print(f"lerobot-ros-calibrate: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(args, spec: RobotSpec, out_path) -> int:
     bus = bus_for_spec(spec, args.port, args.baudrate, args.timeout_ms / 1000.0)
     with bus:
         bus.verify_models()

@@ -193,3 +193,21 @@ def test_calibrate_against_emulator_records_ranges(tmp_path, robot):
             assert back[m.name] == c
     finally:
         emu.stop()
+
+
+def test_cli_errors_name_the_flag_and_leave_no_traceback(tmp_path, capsys):
+    from lerobot_drivers.calibrate import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["--robot", "so101_followr", "--port", "/dev/null", "--id", "x"])
+    assert e.value.code == 2
+    assert "--robot: unknown robot type 'so101_followr'; known: " in capsys.readouterr().err
+    missing = str(tmp_path / "no_such_port")
+    args = ["--robot", "so101_follower", "--port", missing, "--id", "x", "--yes", "--record-seconds", "0.1"]
+    assert main([*args, "--calibration-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err.startswith(f"lerobot-ros-calibrate: error: --port {missing}: cannot open serial port")
+        and "Traceback" not in err
+    )
+    assert not (tmp_path / "x.json").exists()

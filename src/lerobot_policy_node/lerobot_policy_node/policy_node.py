@@ -46,6 +46,7 @@ from .action_queue import QUEUE_MODES
 from .controller import RUNNING, ChunkInfo, PolicyController, joint_mapper
 from .deployment import LEROBOT_DEFAULT_UNITS, Deployment, check_checkpoint, dataset_units, from_contract
 from .observation import ObservationBuilder, ObservationSpec
+from .progress import ProgressReport
 from .runtime import PolicyLoadError, load_policy
 from .safety import SafetyFilter, SafetyLimits
 
@@ -120,6 +121,8 @@ class PolicyNode(LifecycleNode):
             callback_group=self._cb_group,
         )
         self.create_timer(1.0, self._publish_status, callback_group=MutuallyExclusiveCallbackGroup())
+        self._progress: ProgressReport | None = None
+        self.create_timer(0.5, self._report_progress, callback_group=MutuallyExclusiveCallbackGroup())
         if self.cfg.task_topic:
             self.create_subscription(String, self.cfg.task_topic, self._on_task, QOS_STATUS)
         self._publish_status()
@@ -431,6 +434,9 @@ class PolicyNode(LifecycleNode):
         self.controller.task = self.task or None
         self._chunk_index = 0
         self.controller.start()
+        sched = self.controller.scheduler.cfg
+        self._progress = ProgressReport(sched.control_rate_hz, self.cfg.fps, sched.n_action_steps)
+        self._progress.restart(time.monotonic(), self.controller.stats)
         self._set_status(PolicyStatus.STATE_HOLDING, "starting")
 
     def _stop_controller(self, why: str) -> None:
@@ -442,6 +448,14 @@ class PolicyNode(LifecycleNode):
                 self.get_logger().info(f"policy stopped ({why}); holding the last command")
         if self.controller is not None:
             self._set_status(PolicyStatus.STATE_INACTIVE, why)
+
+    def _report_progress(self) -> None:
+        """When the policy starts driving, then its control and inference rates every 10 s."""
+        c, progress = self.controller, self._progress
+        if c is None or progress is None or not c.running or not self._ok():
+            return
+        for line in progress.update(time.monotonic(), c.stats):
+            self.get_logger().info(line)
 
     def _is_active(self) -> bool:
         return self._state_machine.current_state[0] == StateMsg.PRIMARY_STATE_ACTIVE

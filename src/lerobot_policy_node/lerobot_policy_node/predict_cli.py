@@ -28,12 +28,12 @@ from lerobot_policy_node.runtime import ObservationError, PolicyLoadError, load_
 
 def _read_observations(path: Path) -> dict[str, np.ndarray]:
     if not path.is_file():
-        raise ObservationError(f"observations file {str(path)!r} does not exist")
+        raise ObservationError(f"--observations {str(path)!r}: no such file")
     try:
         with np.load(path, allow_pickle=False) as data:
             return {k: data[k] for k in data.files}
     except (OSError, ValueError, zipfile.BadZipFile) as exc:
-        raise ObservationError(f"observations file {str(path)!r} is not a readable .npz: {exc}") from exc
+        raise ObservationError(f"--observations {str(path)!r} is not a readable .npz: {exc}") from exc
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         for key, arr in obs.items():
             if key in images and arr.dtype.kind == "f" and arr.size and (arr.min() < 0.0 or arr.max() > 1.0):
                 raise ObservationError(
-                    f"{str(args.observations)!r}: image {key!r} must be float in [0, 1], "
+                    f"--observations {str(args.observations)!r}: image {key!r} must be float in [0, 1], "
                     f"got range [{arr.min():.3g}, {arr.max():.3g}]"
                 )
         if args.seed is not None:

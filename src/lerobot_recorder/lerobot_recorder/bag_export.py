@@ -140,11 +140,15 @@ def export_episode(
 
     output = Path(output)
     if output.exists():
-        raise ExportError(f"{output}: already exists (rosbag2 writes a new directory)")
+        raise ExportError(
+            f"--output {output} already exists: rosbag2 writes a new directory; pass a new --output"
+        )
     try:
         reader = DatasetReader(dataset)
         if not 0 <= episode < reader.num_episodes:
-            raise ExportError(f"{dataset}: episode {episode} does not exist ({reader.num_episodes} episodes)")
+            raise ExportError(
+                f"--episode {episode}: {dataset} has {reader.num_episodes} episode(s) (0..{reader.num_episodes - 1})"
+            )
         columns = reader.episode(episode)
         meta = reader.episode_meta(episode)
     except DatasetError as exc:

@@ -378,6 +378,12 @@ def import_bags(
     created = existed = False
     try:
         if resume:
+            if not (output / "meta" / "info.json").is_file():
+                what = "does not exist" if not output.exists() else "is not a dataset (no meta/info.json)"
+                raise BagImportError(
+                    f"--output {output} {what}: --resume appends to an existing dataset; "
+                    "leave out --resume to create a new one there"
+                )
             writer = DatasetWriter.resume(output, vcodec=vcodec, **(writer_options or {}))
             user = {k: v for k, v in writer.features.items() if k not in _DEFAULT_COLUMNS}
             existing = {
@@ -403,8 +409,10 @@ def import_bags(
                 raise
         else:
             if output.exists() and output.is_dir() and any(output.iterdir()):
+                what = "a dataset" if (output / "meta" / "info.json").is_file() else "not a dataset"
                 raise BagImportError(
-                    f"{output}: exists and is not empty (use --resume to append to a dataset)"
+                    f"--output {output} exists and is not empty ({what}): pass --resume to append to "
+                    "the dataset there, or a new --output"
                 )
             existed = output.exists()
             created = True

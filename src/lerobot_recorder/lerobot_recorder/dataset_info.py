@@ -1,17 +1,19 @@
-"""`lerobot-dataset-info DIR [--check]`: what a LeRobotDataset v3 folder holds, and whether it is whole.
+"""`lerobot-dataset-info DIR [--check] [--repair]`: what a LeRobotDataset v3 folder holds, and whether it is whole.
 
 Prints fps, robot type, episodes, frames, tasks, features and per-episode lengths. With `--check`,
 everything LeRobot's loader relies on is verified (lerobot_recorder.dataset.check): metadata totals,
 data parquet rows, index/frame_index/timestamp columns, and every video decoded and its frame count
 compared with the episode's rows. Exit 1 with one "CHECK FAILED:" line per problem, never a traceback.
+`--repair` first completes an episode save a crash interrupted (the dataset opened for writing once).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
-from lerobot_recorder.dataset import DatasetError, DatasetReader
+from lerobot_recorder.dataset import DatasetError, DatasetReader, DatasetWriter
 from lerobot_recorder.dataset.check import check_dataset
 
 
@@ -48,6 +50,23 @@ def check(root) -> list[str]:
     return check_dataset(root)
 
 
+def repair(root) -> int:
+    """--repair: reopen for writing (completes an interrupted commit, drops unsaved frames) and finalize."""
+    if not (Path(root) / "meta" / "info.json").is_file():
+        print(
+            f"lerobot-dataset-info: error: {root} is not a dataset (no meta/info.json): nothing to repair",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        DatasetWriter.resume(root).finalize(on_pending="discard")
+    except (DatasetError, OSError) as e:
+        print(f"lerobot-dataset-info: error: --repair {root}: {e}", file=sys.stderr)
+        return 2
+    print(f"repaired {root}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="lerobot-dataset-info", description=__doc__.splitlines()[0])
     ap.add_argument("root", help="dataset folder (holds meta/info.json)")
@@ -56,7 +75,17 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="verify rows, indices, timestamps, totals and every video (decoded) against each other",
     )
+    ap.add_argument(
+        "--repair",
+        action="store_true",
+        help="first open the dataset for writing once: completes an episode save a crash interrupted "
+        "and drops an episode that was never saved, then finalizes",
+    )
     a = ap.parse_args(argv)
+    if a.repair:
+        code = repair(a.root)
+        if code:
+            return code
     error = None
     try:
         reader = DatasetReader(a.root)

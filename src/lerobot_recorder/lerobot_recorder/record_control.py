@@ -91,6 +91,7 @@ class RecordControl(Node):
                 qos.LATCHED,
             )
         ns = recorder.rstrip("/")
+        self.recorder = recorder
         self.services_by_command = {
             "stop": self.create_client(Trigger, f"{ns}/stop_episode"),
             "discard": self.create_client(Trigger, f"{ns}/discard_episode"),
@@ -114,7 +115,10 @@ class RecordControl(Node):
         else:
             client = self.services_by_command[command]
             if not client.wait_for_service(timeout_sec=5.0):
-                return False, f"service {client.srv_name} not available: is the recorder node running?"
+                return False, (
+                    f"service {client.srv_name} not available: is the recorder node running, under the name "
+                    f"--recorder gives ({self.recorder!r})?"
+                )
             req = client.srv_type.Request()
         if command == "start":
             req.task = task

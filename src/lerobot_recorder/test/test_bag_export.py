@@ -136,10 +136,10 @@ def test_contract_units_are_inverted(tmp_path):
 
 
 def test_errors(dataset, tmp_path, capsys):
-    with pytest.raises(ExportError, match="episode 5 does not exist"):
+    with pytest.raises(ExportError, match=r"--episode 5: .* has \d+ episode\(s\)"):
         export_episode(dataset, 5, tmp_path / "x")
     (tmp_path / "exists").mkdir()
-    with pytest.raises(ExportError, match="exists: already exists"):
+    with pytest.raises(ExportError, match="--output .*exists already exists: .* pass a new --output"):
         export_episode(dataset, 0, tmp_path / "exists")
     assert main([str(tmp_path / "nope"), "--episode", "0", "--output", str(tmp_path / "y")]) == 2
     assert "lerobot-bag-export: error:" in capsys.readouterr().err

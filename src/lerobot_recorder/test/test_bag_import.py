@@ -249,8 +249,19 @@ def test_resume_refuses_different_features_and_fresh_import_refuses_existing(tmp
     bag = write_bag(tmp_path / "bag", "mcap", session(0.3))
     out = tmp_path / "ds"
     import_bags([bag], quick_contract(), out, progress=False)
-    with pytest.raises(BagImportError, match="exists and is not empty .* --resume"):
+    with pytest.raises(
+        BagImportError, match=r"--output .*ds exists and is not empty \(a dataset\): pass --resume"
+    ):
         import_bags([bag], quick_contract(), out, progress=False)
+    # errors speak in the CLI's flags, not in the Python API's names
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("x")
+    with pytest.raises(BagImportError, match=r"--output .*other is not a dataset .* leave out --resume") as e:
+        import_bags([bag], quick_contract(), other, resume=True, progress=False)
+    assert "DatasetWriter" not in str(e.value)
+    with pytest.raises(BagImportError, match=r"--output .*missing does not exist: --resume appends"):
+        import_bags([bag], quick_contract(), tmp_path / "missing", resume=True, progress=False)
     narrow = Contract.from_flags(
         30, state="/joint_states", images={"front": CAM}, task="t", joints=["gripper"]
     )

@@ -95,7 +95,7 @@ def test_sigkill_mid_episode_keeps_saved_episodes_and_resumes(tmp_path):
     check_episodes(root, [4, 3, 5])
 
 
-def test_sigkill_during_commit_is_completed_on_resume(tmp_path):
+def test_sigkill_during_commit_is_completed_on_resume(tmp_path, capsys):
     root = tmp_path / "ds"
     child = run_child(
         f"""
@@ -119,6 +119,17 @@ def test_sigkill_during_commit_is_completed_on_resume(tmp_path):
     assert (root / ".lerobot_ros" / "commit-journal.json").exists()
     with pytest.raises(DatasetError, match="interrupted mid-commit"):
         DatasetReader(root)
+    # the CLI says what to type, in its own flags; --repair on a copy completes the commit
+    from lerobot_recorder.dataset_info import main as dataset_info
+
+    assert dataset_info([str(root)]) == 2
+    err = capsys.readouterr().err
+    assert f"lerobot-dataset-info --repair {root}" in err and "DatasetWriter" not in err, err
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy)
+    assert dataset_info(["--repair", "--check", str(copy)]) == 0, capsys.readouterr()
+    assert "repaired" in capsys.readouterr().out
+    check_episodes(copy, [4, 3, 5])
     w = DatasetWriter.resume(root)
     assert w.recovered_interrupted_save
     assert w.total_episodes == 3

@@ -37,7 +37,7 @@ from lerobot_core.ros.params import declare
 from lerobot_msgs.msg import EpisodeInfo
 from lerobot_msgs.srv import ResetSim
 from lerobot_sim.lockstep import LockstepCommandLoop
-from lerobot_sim.session import SimSession, StepResult, camera_images, make_env
+from lerobot_sim.session import SimSession, StepResult, camera_images, episode_summary, make_env
 
 MODES = ("lockstep", "realtime")
 # Reliable on purpose: in lockstep every observation is awaited by the evaluator; a reliable publisher
@@ -393,6 +393,8 @@ class SimBridgeNode(LifecycleNode):
             return
         self._steps_done += 1
         self._publish(result)
+        if result.episode.done:
+            self.get_logger().info(episode_summary(result.episode, self.session.fps))
 
     def _count_late_periods(self) -> None:
         """Realtime: count the control periods since the last call that got no step (skipped deadlines)."""

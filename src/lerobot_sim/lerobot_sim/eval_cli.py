@@ -154,7 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.episodes <= 0:
+        parser.error(f"--episodes must be at least 1, got {args.episodes}")
     os.environ.setdefault("MUJOCO_GL", "egl")
     try:
         preset = resolve_env(args.env, args.cameras)

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from lerobot_sim.session import EpisodeState, SimSession, lerobot_observation_keys
+from lerobot_sim.session import EpisodeState, SimSession, episode_outcome, lerobot_observation_keys
 
 
 class EvaluationError(RuntimeError):
@@ -158,6 +158,9 @@ class EpisodeMetrics:
     steps: int
     duration_s: float
     restarts: int = 0  # times the sim had to be restarted for this episode
+    ended: str = (
+        ""  # success | timeout (the env's limit or --max-steps) | terminated (session.episode_outcome)
+    )
 
 
 def aggregate(episodes: list[EpisodeMetrics], eval_s: float) -> dict[str, float]:
@@ -193,6 +196,7 @@ def metrics_document(
             "seed": e.seed,
             "steps": e.steps,
             "restarts": e.restarts,
+            "ended": e.ended,
         }
         for e in episodes
     ]
@@ -307,8 +311,8 @@ def run_episodes(
             if video:
                 videos.append(video)
             log(
-                f"episode {i} seed {seed}: success={metrics.success} sum_reward={metrics.sum_reward:.3f} "
-                f"max_reward={metrics.max_reward:.3f} steps={metrics.steps}"
+                f"episode {i} seed {seed}: {metrics.ended}, success={metrics.success} "
+                f"sum_reward={metrics.sum_reward:.3f} max_reward={metrics.max_reward:.3f} steps={metrics.steps}"
             )
     finally:
         _close(transport)  # also on errors and Ctrl-C: never leave a sim process behind
@@ -342,7 +346,8 @@ def _one_episode(transport, policy, index, seed, settings, on_step):
             _add_frames(writer, obs)
             if on_step:
                 on_step(index, step)
-            if ep.terminated or ep.truncated or (settings.max_steps and step >= settings.max_steps):
+            step_limit = bool(settings.max_steps and step >= settings.max_steps)
+            if ep.terminated or ep.truncated or step_limit:
                 break
     finally:
         if writer:
@@ -356,6 +361,7 @@ def _one_episode(transport, policy, index, seed, settings, on_step):
             success=bool(ep.is_success),
             steps=ep.step,
             duration_s=time.perf_counter() - t0,
+            ended=episode_outcome(ep, step_limit),
         ),
         path,
     )

@@ -6,6 +6,7 @@ loop and the tests drive it directly.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +33,26 @@ class EpisodeState:
     @property
     def done(self) -> bool:
         return self.terminated or self.truncated
+
+
+def episode_outcome(ep: EpisodeState, step_limit: bool = False) -> str:
+    """How an episode ended, in a word: success, timeout (the env's time limit, or `step_limit`: the
+    caller's), terminated (ended without success), or running."""
+    if ep.is_success:
+        return "success"
+    if ep.truncated or step_limit:
+        return "timeout"
+    return "terminated" if ep.terminated else "running"
+
+
+def episode_summary(ep: EpisodeState, fps: float, step_limit: bool = False) -> str:
+    """One line on a finished episode: how it ended, after how many steps, with what reward."""
+    max_reward = ep.max_reward if math.isfinite(ep.max_reward) else 0.0
+    seed = f" (seed {ep.seed})" if ep.seed >= 0 else ""
+    return (
+        f"episode {ep.episode_index}{seed} ended: {episode_outcome(ep, step_limit)} after {ep.step} steps "
+        f"({ep.step / fps:.1f} s), reward sum {ep.sum_reward:.3f}, max {max_reward:.3f}"
+    )
 
 
 @dataclass

@@ -179,3 +179,23 @@ def test_eval_command_with_a_checkpoint_directory(tmp_path):
         timeout=240,
     )
     assert wrong.returncode == 2 and "observation.images.front" in wrong.stderr
+
+
+def test_zero_episodes_is_refused_in_the_flags_words(tmp_path, capsys):
+    from lerobot_sim.eval_cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(
+            [
+                "--env",
+                "so101_cube",
+                "--episodes",
+                "0",
+                "--policy",
+                "scripted",
+                "--output",
+                str(tmp_path / "m.json"),
+            ]
+        )
+    assert e.value.code == 2
+    assert "--episodes must be at least 1, got 0" in capsys.readouterr().err

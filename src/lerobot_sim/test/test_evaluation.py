@@ -64,6 +64,7 @@ def test_scripted_loop_succeeds_and_same_seed_same_metrics():
         runs.append(eps)
         assert eval_s > 0
     assert [e.success for e in runs[0]] == [True, True, True]
+    assert [e.ended for e in runs[0]] == ["success"] * 3
     assert [e.seed for e in runs[0]] == [40, 41, 42]
     assert [e.sum_reward for e in runs[0]] == [e.sum_reward for e in runs[1]]
     assert all(0 < e.max_reward <= 1.0 for e in runs[0])
@@ -74,10 +75,13 @@ def test_random_policy_is_seeded_per_episode():
     results = []
     for _ in range(2):
         policy = RandomPolicy(transport.session.env.action_space)
+        lines = []
         eps, _, _ = run_episodes(
-            lambda: _local(), policy, EvalSettings(2, seed=3, max_steps=10), log=lambda m: None
+            lambda: _local(), policy, EvalSettings(2, seed=3, max_steps=10), log=lines.append
         )
         results.append([e.sum_reward for e in eps])
+        assert [e.ended for e in eps] == ["timeout", "timeout"]  # --max-steps ends them
+        assert lines[0].startswith("episode 0 seed 3: timeout, success=False") and "steps=10" in lines[0]
     assert results[0] == results[1]
     assert results[0][0] != results[0][1]
     transport.close()

@@ -4,8 +4,10 @@ import numpy as np
 import pytest
 
 from lerobot_sim.session import (
+    EpisodeState,
     SimSession,
     camera_images,
+    episode_summary,
     import_env_package,
     lerobot_observation_keys,
     make_env,
@@ -54,3 +56,18 @@ def test_gym_packages_through_a_session(env_id, state_dim, cams):
         assert again.episode.episode_index == 1 and again.sim_time_ns > r.sim_time_ns  # clock never repeats
     finally:
         session.close()
+
+
+@pytest.mark.parametrize(
+    ("flags", "ended"),
+    [
+        (dict(is_success=True, terminated=True), "success"),
+        (dict(truncated=True), "timeout"),
+        (dict(terminated=True), "terminated"),
+    ],
+)
+def test_episode_summary_says_how_it_ended(flags, ended):
+    ep = EpisodeState(episode_index=3, seed=7, step=150, sum_reward=12.5, max_reward=1.0, **flags)
+    assert episode_summary(ep, fps=30.0) == (
+        f"episode 3 (seed 7) ended: {ended} after 150 steps (5.0 s), reward sum 12.500, max 1.000"
+    )

@@ -12,6 +12,8 @@ from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedE
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.utilities import get_default_context
 
+from lerobot_core.ros.params import UnknownParameterError, reject_unknown_parameters
+
 
 @contextmanager
 def until_shutdown(context=None) -> Iterator[None]:
@@ -95,7 +97,8 @@ def run_node(
 
     `make_node()` builds the node after ``rclpy.init(args)`` (`before_init` runs first, e.g. to pick a
     DDS profile). One of `errors` raised while building or running is a user error: printed as
-    ``<error_prefix>: <error>``, exit code 2. With `autostart`, a lifecycle node whose
+    ``<error_prefix>: <error>``, exit code 2. So is a parameter given to the node (params file, ``-p``)
+    that it did not declare while being built: the message names it and the closest declared name. With `autostart`, a lifecycle node whose
     ``autostart`` parameter is true is configured and activated before it spins; a failed transition
     exits with code 1. The node then spins until Ctrl-C, SIGTERM or ``rclpy.shutdown`` (exit code 0):
     on `executor()` (default: single-threaded), or by `spin(node)`, or, with `main_loop`, the executor
@@ -113,6 +116,7 @@ def run_node(
     try:
         with until_shutdown():
             node = make_node()
+            reject_unknown_parameters(node)
             failed = autostart and node.get_parameter("autostart").value and configure_and_activate(node)
             if failed:
                 node.get_logger().error(f"autostart: {failed} failed; exiting")
@@ -130,6 +134,9 @@ def run_node(
                     code = main_loop(node, lambda: rclpy.ok() and spinner.is_alive()) or 0
     except errors as exc:
         print(f"{error_prefix}: {exc}", flush=True)
+        code = 2
+    except UnknownParameterError as exc:  # a misspelt parameter in a profile or on the command line
+        print(f"error: {exc}", flush=True)
         code = 2
     except SystemExit as exc:  # a node that is done (e.g. after a fixed number of messages)
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)

@@ -6,6 +6,8 @@ from typing import Any
 
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 
+from lerobot_core.param_check import UnknownParameterError, check_parameter_names
+
 
 def declare(
     node,
@@ -40,4 +42,18 @@ def declared_defaults(node) -> dict[str, Any]:
     return {param.name: param.value for param in node.get_parameters(names)}
 
 
-__all__ = ["declare", "declared_defaults"]
+def reject_unknown_parameters(node) -> None:
+    """Raise :class:`UnknownParameterError` if the node was given a parameter it did not declare.
+
+    Call once the node has declared all its parameters (``run_node`` does, right after building the
+    node). The overrides are those rclpy read for this node from ``--params-file`` and ``-p`` (and
+    the constructor's ``parameter_overrides``); rclpy would ignore an undeclared one without a word.
+    """
+    if getattr(node, "_allow_undeclared_parameters", False):
+        return  # the node takes any name by design
+    given = getattr(node, "_parameter_overrides", {}) or {}
+    declared = node.list_parameters([], 0).names
+    check_parameter_names(given, declared, node.get_fully_qualified_name())
+
+
+__all__ = ["UnknownParameterError", "declare", "declared_defaults", "reject_unknown_parameters"]

@@ -29,8 +29,8 @@ class DatasetReader:
         self.root = Path(root)
         if (self.root / WORK_DIR / JOURNAL).exists():
             raise DatasetError(
-                f"{self.root}: an episode save was interrupted mid-commit; run DatasetWriter.resume() on it "
-                "once to complete the commit, then read it"
+                f"{self.root}: an episode save was interrupted mid-commit; complete it first: "
+                f"`lerobot-dataset-info --repair {self.root}` (reopens it for writing once)"
             )
         self.info = load_info(self.root)
         self.features = fmt.features_from_info(self.info)
@@ -43,7 +43,8 @@ class DatasetReader:
         if len(self.episodes) != int(self.info["total_episodes"]):
             raise DatasetError(
                 f"{self.root}: meta/info.json lists {self.info['total_episodes']} episodes but meta/episodes "
-                f"has {len(self.episodes)} (not finalized, or an interrupted save: resume it with DatasetWriter)"
+                f"has {len(self.episodes)} (not finalized, or an interrupted save): "
+                f"`lerobot-dataset-info --repair {self.root}` (reopens it for writing once)"
             )
         self._tables: dict[tuple[int, int], pa.Table] = {}
         self._video_cache: tuple[str, int, np.ndarray] | None = None
