@@ -166,9 +166,17 @@ time.sleep(1 / 30)
 for _ in range(40):
     sent.append(robot.send_action(target))
     time.sleep(1 / 30)
-time.sleep(0.5)
 out["start"], out["first_sent"], out["last_sent"] = start, sent[0], sent[-1]
-out["end"] = {k: v for k, v in robot.get_observation().items() if k in start}
+# the arm follows: keep commanding until it is there (auto_reset can start a new episode, back at the
+# start pose, in the middle of this; the commands then bring it over again)
+deadline = time.monotonic() + 10.0
+while True:
+    time.sleep(1 / 30)
+    end = {k: v for k, v in robot.get_observation().items() if k in start}
+    if end["elbow_flex.pos"] < start["elbow_flex.pos"] - 0.3 or time.monotonic() > deadline:
+        break
+    robot.send_action(target)
+out["end"] = end
 out["max_step"] = cfg.limits["elbow_flex"][2] / 30
 out["wrist_roll_upper"] = cfg.limits["wrist_roll"][1]
 try:
