@@ -89,6 +89,7 @@ class MotorBusNode(LifecycleNode):
         }
         self._last_error = ""
         self._last_error_time = 0.0  # monotonic
+        self._activate_bus_error = False  # the last activate failed on the bus (autostart retries it)
         self._loop_hz = 0.0
         self._connected = False
         self._health = []
@@ -231,6 +232,19 @@ class MotorBusNode(LifecycleNode):
                 f"bus unreachable; retrying configure in {self.cfg.reconnect_period_s * 4:g} s"
             )
             autostart_timer(self, self.cfg.reconnect_period_s * 4, self._autostart_failed)
+        elif transition == "activate" and self._activate_bus_error:
+            # configured, but a servo missed a reply while torque was set (a starved emulator, a
+            # glitch on the wire): the node is inactive; try activating again
+            self._activate_bus_error = False
+            delay = self.cfg.reconnect_period_s * 4
+            self.get_logger().warning(f"retrying activate in {delay:g} s")
+
+            def retry() -> None:
+                timer.cancel()
+                if self.trigger_activate() != TransitionCallbackReturn.SUCCESS:
+                    self._autostart_failed("activate")
+
+            timer = self.create_timer(delay, retry)
 
     # ------------------------------------------------------------ lifecycle
     def _load_calibration(self):
@@ -288,6 +302,7 @@ class MotorBusNode(LifecycleNode):
             self._enter_running_torque_state()
         except BusError as exc:
             self.get_logger().error(f"activate failed: {exc}")
+            self._activate_bus_error = True
             return TransitionCallbackReturn.FAILURE
         if not self.cfg.read_only:
             self._create_command_subscriptions()
