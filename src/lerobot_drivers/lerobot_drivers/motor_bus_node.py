@@ -41,6 +41,7 @@ from lerobot_drivers.calibration import (
 )
 
 SAFE_STATES = ("hold", "torque_off")
+SAFE_STATE_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -335,16 +336,27 @@ class MotorBusNode(LifecycleNode):
     def _safe_state(self, why: str) -> None:
         if self.arm is None or not self.arm.is_open or self.cfg.read_only:
             return
-        try:
-            if self.cfg.safe_state == "torque_off":
-                self.arm.set_torque(False)
-                self._torque_on = False
-            else:
-                self.arm.hold_present()
-                self._torque_on = True
+        # a servo can miss one reply (a noisy wire, a busy emulator): the safe state is worth retries
+        for attempt in range(SAFE_STATE_ATTEMPTS):
+            try:
+                if self.cfg.safe_state == "torque_off":
+                    self.arm.set_torque(False)
+                    self._torque_on = False
+                else:
+                    self.arm.hold_present()
+                    self._torque_on = True
+            except PortError as exc:  # the port is gone: no retry can help
+                self.get_logger().error(f"{why}: could not reach the safe state ({exc})")
+                return
+            except BusError as exc:
+                if attempt + 1 == SAFE_STATE_ATTEMPTS:
+                    self.get_logger().error(
+                        f"{why}: could not reach the safe state in {SAFE_STATE_ATTEMPTS} attempts ({exc})"
+                    )
+                    return
+                continue
             self.get_logger().info(f"{why}: {self.cfg.safe_state}")
-        except BusError as exc:
-            self.get_logger().error(f"{why}: could not reach the safe state ({exc})")
+            return
 
     def on_deactivate(self, state: State) -> TransitionCallbackReturn:
         self._stop_loop()
