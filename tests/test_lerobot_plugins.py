@@ -474,7 +474,9 @@ def test_lerobot_teleoperate_between_emulated_arms(side_venv, tmp_path, ros_node
         )
     finally:
         graph.stop()
-    assert len(commands) >= 20, len(commands)  # of ~120 ticks in 4 s at 30 Hz: as many as the load lets through
+    assert len(commands) >= 20, len(
+        commands
+    )  # of ~120 ticks in 4 s at 30 Hz: as many as the load lets through
     moving = np.ptp(np.asarray(commands), axis=0)
     assert moving.max() > 0.01  # the virtual hand moves the leader, and the follower is told to follow
 
