@@ -24,10 +24,10 @@ import collections
 import math
 import threading
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import rclpy
-from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
@@ -38,6 +38,7 @@ from std_srvs.srv import SetBool, Trigger
 
 from lerobot_core.robots import get_robot_spec
 from lerobot_core.ros.node import run_node
+from lerobot_core.ros.params import declare
 from lerobot_msgs.msg import ControlStatus
 from lerobot_msgs.srv import ArbiterCommand
 
@@ -167,14 +168,7 @@ class ControlArbiterNode(Node):
 
     # ------------------------------------------------------------------ parameters
     def _read_parameters(self) -> ControlArbiterConfig:
-        def p(name, default, description, **kw):
-            self.declare_parameter(
-                name, default, ParameterDescriptor(description=description, read_only=True, **kw)
-            )
-            return self.get_parameter(name).value
-
-        def frange(lo, hi):
-            return {"floating_point_range": [FloatingPointRange(from_value=lo, to_value=hi)]}
+        p = partial(declare, self)
 
         cfg = ControlArbiterConfig(
             joint_names=p("joint_names", SO101_JOINTS, "the robot's joints, as the sources name them"),
@@ -184,19 +178,19 @@ class ControlArbiterNode(Node):
                 "robot type for joint limits (lerobot_core.robots); empty = none",
             ),
             rate_hz=p(
-                "rate_hz", 30.0, "control rate: commands to the robot per second [Hz]", **frange(1.0, 1000.0)
+                "rate_hz", 30.0, "control rate: commands to the robot per second [Hz]", range=(1.0, 1000.0)
             ),
             max_step_rad=p(
                 "max_step_rad",
                 0.05,
                 "max change of any joint command per control step [rad]",
-                **frange(1e-6, 10.0),
+                range=(1e-6, 10.0),
             ),
             source_timeout_s=p(
                 "source_timeout_s",
                 0.5,
                 "a driving source silent for longer -> hold; also how fresh a source must be to take over [s]",
-                **frange(0.001, 60.0),
+                range=(0.001, 60.0),
             ),
             initial_mode=p(
                 "initial_mode",
@@ -216,13 +210,13 @@ class ControlArbiterNode(Node):
                 "mirror_tolerance_rad",
                 math.radians(2.0),
                 "takeover waits until the leader is this close to the follower on every joint [rad]",
-                **frange(1e-4, 1.0),
+                range=(1e-4, 1.0),
             ),
             alignment_timeout_s=p(
                 "alignment_timeout_s",
                 5.0,
                 "a waiting takeover is dropped after this [s]",
-                **frange(0.1, 60.0),
+                range=(0.1, 60.0),
             ),
             pedal_device=p(
                 "pedal_device", "", "foot pedal evdev path (/dev/input/by-id/...-event-kbd); empty = none"

@@ -11,14 +11,16 @@ from start to end (demonstrations recorded through the same graph and contract).
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 from geometry_msgs.msg import PoseStamped
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
 from lerobot_core.ros.node import run_node
+from lerobot_core.ros.params import declare
 from lerobot_msgs.msg import ControlStatus, EpisodeInfo
 from lerobot_msgs.srv import ArbiterCommand
 from lerobot_sim.bridge_base import QOS_STATE
@@ -36,44 +38,37 @@ class CorrectiveHumanNode(Node):
     def __init__(self, **kwargs):
         super().__init__("corrective_human", **kwargs)
 
-        def p(name, default, description, **kw):
-            self.declare_parameter(
-                name, default, ParameterDescriptor(description=description, read_only=True, **kw)
-            )
-            return self.get_parameter(name).value
-
-        def frange(lo, hi):
-            return {"floating_point_range": [FloatingPointRange(from_value=lo, to_value=hi)]}
+        p = partial(declare, self)
 
         self.cfg = CorrectorConfig(
-            fps=int(round(p("fps", 30.0, "control rate of the sim [Hz]", **frange(1.0, 1000.0)))),
+            fps=int(round(p("fps", 30.0, "control rate of the sim [Hz]", range=(1.0, 1000.0)))),
             grasp_deadline_s=p(
                 "grasp_deadline_s",
                 6.0,
                 "intervene when the cube is not lifted by then [s]",
-                **frange(0.1, 600.0),
+                range=(0.1, 600.0),
             ),
             drift_m=p(
                 "drift_m",
                 0.08,
                 "intervene when the gripper is this far from the expert's plan [m]",
-                **frange(0.001, 10.0),
+                range=(0.001, 10.0),
             ),
             drift_steps=p(
                 "drift_steps",
                 15,
                 "... for this many control steps in a row",
-                integer_range=[IntegerRange(from_value=1, to_value=100000, step=1)],
+                range=(1, 100000),
             ),
             handback_phase=p("handback_phase", "lift", "hand back once the expert reached this phase"),
             max_intervention_s=p(
-                "max_intervention_s", 8.0, "hand back after this long in any case [s]", **frange(0.1, 600.0)
+                "max_intervention_s", 8.0, "hand back after this long in any case [s]", range=(0.1, 600.0)
             ),
             max_interventions=p(
                 "max_interventions",
                 1,
                 "interventions per episode",
-                integer_range=[IntegerRange(from_value=0, to_value=1000, step=1)],
+                range=(0, 1000),
             ),
             demonstrate=p("demonstrate", False, "drive every episode from the start (demonstrations)"),
         )
