@@ -90,6 +90,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--wait-s", type=float, default=10.0, help="how long to wait for the first joint_states [s]"
     )
+    p.add_argument(
+        "--min-subscribers",
+        type=int,
+        default=1,
+        help="start once this many subscribers take the commands (the robot, plus e.g. a recorder or a "
+        "monitor that must see every command)",
+    )
     return p
 
 
@@ -175,7 +182,7 @@ class _Replayer:
         )
         msg_type = self._msg_types()[interface]
         self.pub = self.node.create_publisher(
-            msg_type, COMMAND_TOPICS[interface], QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
+            msg_type, COMMAND_TOPICS[interface], QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         )
 
     @staticmethod
@@ -268,11 +275,13 @@ def _run(args, ros_args: list[str]) -> int:
                     )
                 time.sleep(0.02)
             command_topic = replayer.topic(COMMAND_TOPICS[args.command_interface])
-            while replayer.pub.get_subscription_count() == 0:  # else the first commands go nowhere
+            # else the first commands go nowhere (or to the robot but not to a monitor matched later)
+            while (subscribers := replayer.pub.get_subscription_count()) < args.min_subscribers:
                 if time.monotonic() > deadline:
                     raise ReplayError(
-                        f"nothing subscribes to {command_topic} within {args.wait_s:g} s (--wait-s): does the "
-                        f"robot take --command-interface {args.command_interface}?"
+                        f"{subscribers} of --min-subscribers {args.min_subscribers} subscriber(s) on "
+                        f"{command_topic} within {args.wait_s:g} s (--wait-s): does the robot take "
+                        f"--command-interface {args.command_interface}?"
                     )
                 time.sleep(0.02)
             present = replayer.present()

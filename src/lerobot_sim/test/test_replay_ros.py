@@ -52,7 +52,12 @@ def _replay(dataset, *extra):
     return RosProcess(
         "lerobot_policy_node",
         "lerobot-ros-replay",
-        args=[str(dataset), "--episode", "1", "--units", "degrees", "--max-step-rad", str(MAX_STEP), *extra],
+        # two subscribers: the robot and this test's collector (it must see every command)
+        args=[
+            str(dataset),
+            *("--episode", "1", "--units", "degrees", "--max-step-rad", str(MAX_STEP)),
+            *("--min-subscribers", "2", *extra),
+        ],
         ros_args=False,
     )
 
@@ -176,6 +181,31 @@ def test_no_robot_is_an_error_naming_the_topic(dataset):
     assert run.returncode == 2
     assert "no joint_states with joints" in run.stderr and "/joint_states within 1 s (--wait-s)" in run.stderr
     assert time.monotonic() - t0 < 30
+
+
+def test_too_few_command_subscribers_is_an_error_naming_the_flag(ros_node, dataset):
+    """joint_states arrive but nothing takes the commands: the replay names the topic and the flag."""
+    pub = ros_node.create_publisher(JointState, "/joint_states", 10)
+
+    def publish():
+        pub.publish(JointState(name=JOINTS, position=START.tolist()))
+
+    timer = ros_node.create_timer(0.05, publish)
+    try:
+        exe = find_executable("lerobot_policy_node", "lerobot-ros-replay")
+        run = subprocess.run(
+            [str(exe), str(dataset), "--episode", "1", "--wait-s", "3", "--min-subscribers", "1"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        ros_node.destroy_timer(timer)
+        ros_node.destroy_publisher(pub)
+    assert run.returncode == 2, run.stderr
+    assert "0 of --min-subscribers 1 subscriber(s) on /joint_commands within 3 s (--wait-s)" in run.stderr, (
+        run.stderr
+    )
 
 
 def test_normalized_units_go_back_to_radians_through_the_contract(tmp_path):
