@@ -489,7 +489,9 @@ class PolicyNode(LifecycleNode):
             return
         try:
             values, stamp_ns, _ = self.deployment.contract.extract(topic, msg)
-            self.controller.obs.push_env_state(values, stamp_ns if stamp_ns is not None else self.get_clock().now().nanoseconds)
+            self.controller.obs.push_env_state(
+                values, stamp_ns if stamp_ns is not None else self.get_clock().now().nanoseconds
+            )
         except ValueError as exc:
             self.get_logger().error(f"observation.environment_state: {exc}", throttle_duration_sec=5.0)
 
