@@ -47,7 +47,8 @@ def policy_image_size(v0: Path) -> tuple[int, int]:
     config = v0 / "config.json"
     if not config.exists() or not (v0 / "model.safetensors").exists():
         raise SystemExit(
-            f"dagger_round: --v0 {v0} is not a LeRobot pretrained_model folder (config.json, model.safetensors)"
+            f"dagger_round: --v0 {v0} is not a LeRobot pretrained_model folder (config.json, "
+            "model.safetensors), e.g. outputs/closed_loop/train/checkpoints/last/pretrained_model"
         )
     features = json.loads(config.read_text())["input_features"]
     sizes = {tuple(f["shape"][1:]) for f in features.values() if f["type"] == "VISUAL"}
@@ -148,6 +149,8 @@ def main() -> int:
     if out.exists() and not args.keep:
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
+    # --keep: the step times of the run that made what is reused
+    kept = json.loads((out / "metrics.json").read_text()) if (out / "metrics.json").exists() else {}
     metrics: dict = {"settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}}
     metrics["demos"], metrics["demo_frames"] = n_demos, info["total_frames"]
 
@@ -155,8 +158,10 @@ def main() -> int:
     dataset = out / "dataset"
     done = dataset / "meta" / "info.json"
     if not (done.exists() and json.loads(done.read_text())["total_episodes"] >= n_demos + args.hil_episodes):
-        if dataset.exists():
-            shutil.rmtree(dataset)
+        for stale in (dataset, out / "finetune"):  # a fine-tuning on other data goes too
+            if stale.exists():
+                shutil.rmtree(stale)
+        kept = {}
         if INTERVENTION in info["features"]:  # recorded through the HIL contract already
             shutil.copytree(demos, dataset)
         else:  # as if recorded with hil_sim_so101 demonstrate:=true initial_mode:=human
@@ -177,6 +182,8 @@ def main() -> int:
             ],
             out / "hil.log",
         )
+    else:
+        metrics["hil_record_s"] = kept.get("hil_record_s")
     metrics["hil_dropped_ticks"] = dropped_ticks(out / "hil.log")
     metrics["intervention"] = intervention_rate(dataset, n_demos)
     iv = metrics["intervention"]
@@ -195,9 +202,12 @@ def main() -> int:
         metrics["finetune_s"] = train(
             args, dataset, "local/dagger_round", policy, train_dir, out / "finetune.log"
         )
+    else:
+        metrics["finetune_s"] = kept.get("finetune_s")
     metrics["finetune_log"] = train_log(out / "finetune.log")
     v1 = train_dir / "checkpoints" / "last" / "pretrained_model"
-    print(f"fine-tuning: {args.steps} steps in {metrics.get('finetune_s', float('nan')):.0f} s", flush=True)
+    print(f"fine-tuning: {args.steps} steps in {metrics['finetune_s'] or float('nan'):.0f} s", flush=True)
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=2))  # a failed evaluation keeps these
 
     # 3. v0 and v1 on the same seeds, never used for demos or HIL
     metrics["eval"] = {
@@ -222,7 +232,7 @@ def main() -> int:
         f"{iv['episodes_with_intervention']} of {iv['hil_episodes']} episodes with >= 1 intervention"
     )
     print(
-        f"fine-tune time: {metrics.get('finetune_s', float('nan')):.0f} s for {args.steps} steps (batch {args.batch_size})"
+        f"fine-tune time: {metrics['finetune_s'] or float('nan'):.0f} s for {args.steps} steps (batch {args.batch_size})"
     )
     print(f"pc_success on seeds {metrics['eval_seeds'][0]}..{metrics['eval_seeds'][1]}:")
     for name, r in metrics["eval"].items():
