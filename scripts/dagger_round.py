@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -35,6 +37,10 @@ from lerobot_msgs.msg import ControlStatus
 from lerobot_recorder.dataset.edit import add_constant_features
 
 INTERVENTION = "complementary_info.is_intervention"
+SEED = re.compile(r"\(seed (\d+)\)")
+FPS = 30  # the sim's control rate in both profiles
+MIN_SIM_EPISODE_STEPS = 80  # the quickest pick ends a sim episode after ~83 steps (docs/closed_loop.md)
+HIL_RESET_S = 1.0  # hil_sim_so101's reset_time_s
 # the HIL contract's per-frame extras (so101_sim_hil_contract.yaml) on a frame the human drove
 HUMAN_DROVE = {
     INTERVENTION: ({"dtype": "bool", "shape": (1,)}, True),
@@ -73,18 +79,35 @@ def check_demos(demos: Path, size: tuple[int, int], v0: Path) -> dict:
     return info
 
 
-def check_seeds(args, demos: int) -> None:
-    ranges = {
-        "demos (seeds from 0)": range(0, demos),
-        "--hil-seed": range(args.hil_seed, args.hil_seed + args.hil_episodes),
+def seeds_in_log(log: Path) -> list[int]:
+    """The sim seeds a launch's log shows (the sim logs "episode k (seed s) ended")."""
+    return sorted({int(m) for m in SEED.findall(log.read_text(errors="replace"))}) if log.exists() else []
+
+
+def seed_ranges(args, demos: Path, info: dict) -> dict[str, range]:
+    """Sim seeds of the demos, the HIL run and the evaluation. A recorded window holds several sim
+    episodes (the sim resets once the cube is lifted), each with the next seed: the demos' come from
+    closed_loop.py's record.log beside them, else from a bound, as do the HIL run's."""
+    used = seeds_in_log(demos.parent / "record.log")
+    demo_end = (
+        used[-1] + 1 if used else info["total_frames"] // MIN_SIM_EPISODE_STEPS + info["total_episodes"] + 1
+    )
+    hil_s = args.hil_episodes * (args.hil_episode_time + HIL_RESET_S)
+    hil_end = args.hil_seed + math.ceil(hil_s * FPS / MIN_SIM_EPISODE_STEPS) + 1
+    return {
+        "demos": range(0, demo_end),
+        "--hil-seed": range(args.hil_seed, hil_end),
         "--eval-seed": range(args.eval_seed, args.eval_seed + args.eval_episodes),
     }
+
+
+def check_seeds(ranges: dict[str, range]) -> None:
     names = list(ranges)
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
             if set(ranges[a]) & set(ranges[b]):
                 raise SystemExit(
-                    f"dagger_round: seeds of {a} {ranges[a].start}..{ranges[a].stop - 1} overlap "
+                    f"dagger_round: seeds of {a} {ranges[a].start}..{ranges[a].stop - 1} may overlap "
                     f"{b} {ranges[b].start}..{ranges[b].stop - 1}; choose disjoint seeds"
                 )
 
@@ -145,7 +168,8 @@ def main() -> int:
     args.image_size = policy_image_size(v0)
     info = check_demos(demos, args.image_size, v0)
     n_demos = info["total_episodes"]
-    check_seeds(args, n_demos)
+    seeds = seed_ranges(args, demos, info)
+    check_seeds(seeds)
     if out.exists() and not args.keep:
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -185,6 +209,9 @@ def main() -> int:
     else:
         metrics["hil_record_s"] = kept.get("hil_record_s")
     metrics["hil_dropped_ticks"] = dropped_ticks(out / "hil.log")
+    hil_seeds = seeds_in_log(out / "hil.log")
+    metrics["demo_seeds"] = [seeds["demos"].start, seeds["demos"].stop - 1]
+    metrics["hil_seeds"] = [hil_seeds[0], hil_seeds[-1]] if hil_seeds else None  # the sim episodes it ran
     metrics["intervention"] = intervention_rate(dataset, n_demos)
     iv = metrics["intervention"]
     print(
@@ -224,8 +251,8 @@ def main() -> int:
     print()
     print(f"demos: {n_demos} ({metrics['demo_frames']} frames)")
     print(
-        f"HIL episodes: {iv['hil_episodes']} ({iv['hil_frames']} frames, seeds {args.hil_seed}.."
-        f"{args.hil_seed + args.hil_episodes - 1}, {metrics['hil_dropped_ticks']} dropped ticks)"
+        f"HIL episodes: {iv['hil_episodes']} ({iv['hil_frames']} frames; sim seeds "
+        f"{'..'.join(map(str, metrics['hil_seeds'] or ['?']))}; {metrics['hil_dropped_ticks']} dropped ticks)"
     )
     print(
         f"intervention rate: {rate if rate is None else f'{100 * rate:.1f} %'} of HIL frames; "
