@@ -226,6 +226,9 @@ def main() -> int:
         if train_dir.exists():
             shutil.rmtree(train_dir)
         policy = [f"--policy.path={v0}"]
+        if json.loads((v0 / "config.json").read_text()).get("pretrained_backbone_weights"):
+            # v0's weights replace the backbone's anyway; building it must not download (offline)
+            policy.append("--policy.pretrained_backbone_weights=null")
         metrics["finetune_s"] = train(
             args, dataset, "local/dagger_round", policy, train_dir, out / "finetune.log"
         )
