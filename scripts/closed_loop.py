@@ -36,8 +36,46 @@ def run(cmd: list[str], log: Path, env: dict | None = None) -> float:
     took = time.monotonic() - t0
     if code != 0:
         tail = "".join(open(log, errors="replace").readlines()[-20:])
-        raise SystemExit(f"closed_loop: {cmd[0]} failed with code {code} after {took:.0f} s; {log}:\n{tail}")
+        raise SystemExit(
+            f"{Path(sys.argv[0]).stem}: {cmd[0]} failed with code {code} after {took:.0f} s; {log}:\n{tail}"
+        )
     return took
+
+
+def dropped_ticks(log: Path) -> int:
+    """Ticks the recorder dropped, summed over the episodes it saved (0 if `log` does not exist)."""
+    if not log.exists():
+        return 0
+    lines = [line for line in open(log) if "dropped ticks" in line and "saved" in line]
+    return sum(int(line.split(" dropped ticks")[0].rsplit(" ", 1)[-1]) for line in lines)
+
+
+def train(args, dataset: Path, repo_id: str, policy: list[str], train_dir: Path, log: Path) -> float:
+    """LeRobot's `lerobot-train` on `dataset` into `train_dir` (--steps, --save-freq, --batch-size of
+    `args`); `policy` = the --policy.* arguments (a new policy's type and size, or --policy.path=...
+    to start from a pretrained one). Returns the wall time."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", WANDB_MODE="disabled")
+    cmd = [args.lerobot_python, str(ROOT / "scripts" / "lerobot_train_offline.py")]
+    cmd += [f"--dataset.repo_id={repo_id}", f"--dataset.root={dataset}", "--dataset.video_backend=pyav"]
+    cmd += policy
+    cmd += ["--policy.device=cpu", "--policy.push_to_hub=false"]
+    cmd += [
+        f"--batch_size={args.batch_size}",
+        f"--steps={args.steps}",
+        f"--save_freq={args.save_freq}",
+        "--log_freq=10",
+        "--num_workers=0",
+        "--eval_freq=0",
+        "--wandb.enable=false",
+        f"--output_dir={train_dir}",
+    ]
+    return run(cmd, log, env=env)
+
+
+def train_log(log: Path) -> list[str]:
+    """The loss lines of a `lerobot-train` log, from "step:" on."""
+    lines = [line.strip() for line in open(log) if " loss:" in line]
+    return [line[line.find("step:") :] for line in lines]
 
 
 def evaluate(policy: str, args, out: Path, name: str) -> dict:
@@ -96,16 +134,9 @@ def main() -> int:
         )
         metrics["record_s"] = rec_s
     info = json.loads((dataset / "meta" / "info.json").read_text())
-    dropped = (
-        [line for line in open(out / "record.log") if "dropped ticks" in line]
-        if (out / "record.log").exists()
-        else []
-    )
     metrics["demos"] = info["total_episodes"]
     metrics["demo_frames"] = info["total_frames"]
-    metrics["record_dropped_ticks"] = sum(
-        int(line.split(" dropped ticks")[0].rsplit(" ", 1)[-1]) for line in dropped if "saved" in line
-    )
+    metrics["record_dropped_ticks"] = dropped_ticks(out / "record.log")
     print(
         f"demos: {metrics['demos']} episodes, {metrics['demo_frames']} frames, "
         f"{metrics['record_dropped_ticks']} dropped ticks",
@@ -117,34 +148,12 @@ def main() -> int:
     if not (train_dir / "checkpoints").exists():
         if train_dir.exists():
             shutil.rmtree(train_dir)
-        env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", WANDB_MODE="disabled")
-        cmd = [args.lerobot_python, str(ROOT / "scripts" / "lerobot_train_offline.py")]
-        cmd += [
-            "--dataset.repo_id=local/closed_loop",
-            f"--dataset.root={dataset}",
-            "--dataset.video_backend=pyav",
-            "--policy.type=act",
-            "--policy.device=cpu",
-            "--policy.pretrained_backbone_weights=null",
-            "--policy.push_to_hub=false",
-            f"--policy.chunk_size={args.chunk_size}",
-            f"--policy.n_action_steps={args.chunk_size}",
-            "--policy.dim_model=128",
-            "--policy.dim_feedforward=512",
-            "--policy.n_encoder_layers=2",
-            "--policy.n_decoder_layers=1",
-            f"--batch_size={args.batch_size}",
-            f"--steps={args.steps}",
-            f"--save_freq={args.save_freq}",
-            "--log_freq=10",
-            "--num_workers=0",
-            "--eval_freq=0",
-            "--wandb.enable=false",
-            f"--output_dir={train_dir}",
-        ]
-        metrics["train_s"] = run(cmd, out / "train.log", env=env)
-    losses = [line.strip() for line in open(out / "train.log") if " loss:" in line]
-    metrics["train_log"] = [line[line.find("step:") :] for line in losses]
+        policy = ["--policy.type=act", "--policy.pretrained_backbone_weights=null"]
+        policy += [f"--policy.chunk_size={args.chunk_size}", f"--policy.n_action_steps={args.chunk_size}"]
+        policy += ["--policy.dim_model=128", "--policy.dim_feedforward=512"]
+        policy += ["--policy.n_encoder_layers=2", "--policy.n_decoder_layers=1"]
+        metrics["train_s"] = train(args, dataset, "local/closed_loop", policy, train_dir, out / "train.log")
+    metrics["train_log"] = train_log(out / "train.log")
     print(f"training: {args.steps} steps in {metrics.get('train_s', float('nan')):.0f} s", flush=True)
 
     # 3. evaluate through ROS on seeds never used for demos
