@@ -55,6 +55,9 @@ def train(args, dataset: Path, repo_id: str, policy: list[str], train_dir: Path,
     `args`); `policy` = the --policy.* arguments (a new policy's type and size, or --policy.path=...
     to start from a pretrained one). Returns the wall time."""
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", WANDB_MODE="disabled")
+    threads = getattr(args, "threads", 0)
+    if threads:  # a small model's matmuls gain nothing from a second thread that waits for a busy core
+        env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
     cmd = [args.lerobot_python, str(ROOT / "scripts" / "lerobot_train_offline.py")]
     cmd += [f"--dataset.repo_id={repo_id}", f"--dataset.root={dataset}", "--dataset.video_backend=pyav"]
     cmd += policy
@@ -64,7 +67,7 @@ def train(args, dataset: Path, repo_id: str, policy: list[str], train_dir: Path,
         f"--steps={args.steps}",
         f"--save_freq={args.save_freq}",
         "--log_freq=10",
-        "--num_workers=0",
+        f"--num_workers={getattr(args, 'num_workers', 0)}",
         "--eval_freq=0",
         "--wandb.enable=false",
         f"--output_dir={train_dir}",
@@ -82,7 +85,10 @@ def evaluate(policy: str, args, out: Path, name: str) -> dict:
     path = out / f"eval_{name}.json"
     cmd = ["lerobot-sim-eval", "--env", "so101_cube", "--episodes", str(args.eval_episodes)]
     cmd += ["--policy", policy, "--output", str(path), "--seed", str(args.eval_seed)]
-    cmd += ["--image-size", str(args.image_size[0]), str(args.image_size[1])]
+    if getattr(args, "observation", "images") == "env_state":
+        cmd += ["--cameras"]  # none rendered: the policies read joints and the cube pose
+    else:
+        cmd += ["--image-size", str(args.image_size[0]), str(args.image_size[1])]
     if args.max_steps:
         cmd += ["--max-steps", str(args.max_steps)]
     took = run(cmd, out / f"eval_{name}.log")
@@ -96,7 +102,20 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "outputs" / "closed_loop")
     ap.add_argument("--demos", type=int, default=20, help="recorded scripted-expert episodes")
     ap.add_argument("--episode-time", type=float, default=4.0, help="recorded episode length [s sim time]")
+    ap.add_argument(
+        "--observation",
+        choices=("env_state", "images"),
+        default="env_state",
+        help="env_state: joints + the cube's pose (observation.environment_state), no camera: trains in "
+        "minutes on 2 CPU cores; images: joints + front and wrist cameras (a ResNet-18 from scratch)",
+    )
     ap.add_argument("--image-size", type=int, nargs=2, default=(96, 128), metavar=("H", "W"))
+    ap.add_argument("--lr", type=float, default=1e-4, help="learning rate (policy and backbone)")
+    ap.add_argument("--vae", action="store_true", help="ACT's VAE on (the scripted expert is unimodal)")
+    ap.add_argument(
+        "--threads", type=int, default=-1, help="torch threads for training (-1: 1 for env_state, all for images)"
+    )
+    ap.add_argument("--num-workers", type=int, default=1, help="LeRobot data-loader worker processes")
     ap.add_argument("--steps", type=int, default=2000, help="training steps")
     ap.add_argument(
         "--save-freq", type=int, default=500, help="checkpoint (and learning-curve point) every N steps"
@@ -109,6 +128,8 @@ def main() -> int:
     ap.add_argument("--lerobot-python", default="/work/lerobot-ref-venv/bin/python")
     ap.add_argument("--keep", action="store_true", help="reuse an existing dataset / training in --out")
     args = ap.parse_args()
+    if args.threads < 0:
+        args.threads = 1 if args.observation == "env_state" else 0
     out = args.out.absolute()
     if out.exists() and not args.keep:
         shutil.rmtree(out)
@@ -127,8 +148,11 @@ def main() -> int:
                 f"num_episodes:={args.demos}",
                 f"episode_time_s:={args.episode_time}",
                 "reset_time_s:=0.0",
-                f"image_height:={h}",
-                f"image_width:={w}",
+                *(
+                    ["contract:=so101_sim_env_state_contract", "cameras:=['']"]
+                    if args.observation == "env_state"
+                    else [f"image_height:={h}", f"image_width:={w}"]
+                ),
             ],
             out / "record.log",
         )
@@ -152,6 +176,8 @@ def main() -> int:
         policy += [f"--policy.chunk_size={args.chunk_size}", f"--policy.n_action_steps={args.chunk_size}"]
         policy += ["--policy.dim_model=128", "--policy.dim_feedforward=512"]
         policy += ["--policy.n_encoder_layers=2", "--policy.n_decoder_layers=1"]
+        policy += [f"--policy.use_vae={str(args.vae).lower()}", f"--policy.optimizer_lr={args.lr}"]
+        policy += [f"--policy.optimizer_lr_backbone={args.lr}"]
         metrics["train_s"] = train(args, dataset, "local/closed_loop", policy, train_dir, out / "train.log")
     metrics["train_log"] = train_log(out / "train.log")
     print(f"training: {args.steps} steps in {metrics.get('train_s', float('nan')):.0f} s", flush=True)
