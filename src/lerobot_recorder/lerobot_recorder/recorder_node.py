@@ -24,7 +24,6 @@ cleanup/shutdown finalize the dataset.
 
 from __future__ import annotations
 
-import importlib
 import os
 import threading
 import time
@@ -47,6 +46,7 @@ from std_srvs.srv import Trigger
 
 from lerobot_core.contract import Contract, ContractError
 from lerobot_core.ros import qos
+from lerobot_core.ros.device import message_class
 from lerobot_core.ros.node import run_node
 from lerobot_core.ros.params import declare
 from lerobot_msgs.action import RecordEpisode
@@ -86,12 +86,6 @@ def resolve_contract_path(value: str) -> str:
             if prefix and os.path.isfile(path):
                 return path
     return value
-
-
-def message_class(msgtype: str):
-    """'sensor_msgs/msg/Image' -> the rclpy message class (without rosidl_runtime_py)."""
-    pkg, kind, name = msgtype.split("/")
-    return getattr(importlib.import_module(f"{pkg}.{kind}"), name)
 
 
 class RecorderNode(LifecycleNode):
