@@ -5,7 +5,8 @@
     python scripts/closed_loop.py --demos 20 --steps 2000 --eval-episodes 20 --out outputs/closed_loop
 
 1. records --demos scripted-expert episodes with `lerobot-launch record_sim_so101` (lockstep, sim
-   time: the sim waits for the expert and the recorder, so no tick is dropped), seeds from 0;
+   time: the sim waits for the expert and the recorder, so no tick is dropped), seeds from 0; one demo
+   is one sim episode, from its reset to the step the cube is lifted (or the sim's step limit);
 2. trains ACT with LeRobot's own `lerobot-train` (scripts/lerobot_train_offline.py, run by the
    interpreter of a LeRobot 0.4.4 venv: --lerobot-python, default /work/lerobot-ref-venv/bin/python);
 3. evaluates every saved checkpoint (the learning curve), the scripted expert and a random policy with
@@ -101,7 +102,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=ROOT / "outputs" / "closed_loop")
     ap.add_argument("--demos", type=int, default=20, help="recorded scripted-expert episodes")
-    ap.add_argument("--episode-time", type=float, default=4.0, help="recorded episode length [s sim time]")
+    ap.add_argument(
+        "--episode-time",
+        type=float,
+        default=12.0,
+        help="longest demo [s sim time] (a demo is one sim episode; the sim ends its own by 300 steps = 10 s)",
+    )
     ap.add_argument(
         "--observation",
         choices=("env_state", "images"),
