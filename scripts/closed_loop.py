@@ -119,7 +119,10 @@ def main() -> int:
     ap.add_argument("--lr", type=float, default=1e-4, help="learning rate (policy and backbone)")
     ap.add_argument("--vae", action="store_true", help="ACT's VAE on (the scripted expert is unimodal)")
     ap.add_argument(
-        "--threads", type=int, default=-1, help="torch threads for training (-1: 1 for env_state, all for images)"
+        "--threads",
+        type=int,
+        default=-1,
+        help="torch threads for training (-1: 1 for env_state, all for images)",
     )
     ap.add_argument("--num-workers", type=int, default=1, help="LeRobot data-loader worker processes")
     ap.add_argument("--steps", type=int, default=2000, help="training steps")

@@ -41,6 +41,7 @@ SEED = re.compile(r"\(seed (\d+)\)")
 FPS = 30  # the sim's control rate in both profiles
 MIN_SIM_EPISODE_STEPS = 80  # the quickest pick ends a sim episode after ~83 steps (docs/closed_loop.md)
 HIL_RESET_S = 1.0  # hil_sim_so101's reset_time_s
+ENV_STATE = "observation.environment_state"
 # the HIL contract's per-frame extras (so101_sim_hil_contract.yaml) on a frame the human drove
 HUMAN_DROVE = {
     INTERVENTION: ({"dtype": "bool", "shape": (1,)}, True),
@@ -48,8 +49,9 @@ HUMAN_DROVE = {
 }
 
 
-def policy_image_size(v0: Path) -> tuple[int, int]:
-    """(H, W) of v0's camera inputs, from its config.json; every camera must have the same."""
+def policy_image_size(v0: Path) -> tuple[int, int] | None:
+    """(H, W) of v0's camera inputs, from its config.json; every camera must have the same. None for a
+    policy without camera that reads observation.environment_state (closed_loop.py --observation env_state)."""
     config = v0 / "config.json"
     if not config.exists() or not (v0 / "model.safetensors").exists():
         raise SystemExit(
@@ -58,6 +60,8 @@ def policy_image_size(v0: Path) -> tuple[int, int]:
         )
     features = json.loads(config.read_text())["input_features"]
     sizes = {tuple(f["shape"][1:]) for f in features.values() if f["type"] == "VISUAL"}
+    if not sizes and ENV_STATE in features:
+        return None  # the privileged-state policy: joints + the cube's pose, no camera
     if len(sizes) != 1:
         raise SystemExit(f"dagger_round: --v0 {config}: expected cameras of one size, got {sorted(sizes)}")
     return sizes.pop()
@@ -70,6 +74,13 @@ def check_demos(demos: Path, size: tuple[int, int], v0: Path) -> dict:
         raise SystemExit(f"dagger_round: --demos {demos} is not a dataset (no meta/info.json)")
     info = json.loads(path.read_text())
     cams = {k: tuple(f["shape"][:2]) for k, f in info["features"].items() if f["dtype"] in ("video", "image")}
+    if size is None:
+        if cams or ENV_STATE not in info["features"]:
+            raise SystemExit(
+                f"dagger_round: --v0 {v0} reads {ENV_STATE} and no camera, but --demos {demos} has cameras "
+                f"{sorted(cams)} and {'an' if ENV_STATE in info['features'] else 'no'} {ENV_STATE}"
+            )
+        return info
     wrong = {k: s for k, s in cams.items() if s != size}
     if wrong or not cams:
         raise SystemExit(
@@ -166,6 +177,9 @@ def main() -> int:
     args.save_freq = args.save_freq or args.steps
     v0, demos, out = args.v0.absolute(), args.demos.absolute(), args.out.absolute()
     args.image_size = policy_image_size(v0)
+    # closed_loop.evaluate and train read these: no camera -> one torch thread, the cube pose from the sim
+    args.observation = "images" if args.image_size else "env_state"
+    args.threads, args.num_workers = (0 if args.image_size else 1), 1
     info = check_demos(demos, args.image_size, v0)
     n_demos = info["total_episodes"]
     seeds = seed_ranges(args, demos, info)
@@ -190,7 +204,10 @@ def main() -> int:
             shutil.copytree(demos, dataset)
         else:  # as if recorded with hil_sim_so101 demonstrate:=true initial_mode:=human
             add_constant_features(demos, dataset, HUMAN_DROVE)
-        h, w = args.image_size
+        if args.image_size is None:
+            inputs = ["contract:=so101_sim_hil_env_state_contract", "cameras:=['']"]
+        else:
+            inputs = [f"image_height:={args.image_size[0]}", f"image_width:={args.image_size[1]}"]
         metrics["hil_record_s"] = run(
             [
                 "lerobot-launch",
@@ -201,8 +218,7 @@ def main() -> int:
                 f"num_episodes:={args.hil_episodes}",
                 f"episode_time_s:={args.hil_episode_time}",
                 f"seed:={args.hil_seed}",
-                f"image_height:={h}",
-                f"image_width:={w}",
+                *inputs,
             ],
             out / "hil.log",
         )
