@@ -231,6 +231,7 @@ def run_once(mode: str, seconds: float, vcodec: str, preset: int, work: Path, en
         "dropped_ticks": dropped,
         "backpressure_drops": int(drops.group(1)) if drops else 0,
         "cpu_percent": cpu,
+        "cpu_seconds": samples[-1][1] if samples else float("nan"),  # recording + save (encoder flush)
         "latency": lat.group(1) if lat else "n/a",
         "bytes": dir_size(work / f"ds_{mode}") + dir_size(work / f"raw_{mode}"),
         "returncode": proc.returncode,
@@ -327,7 +328,7 @@ def main() -> int:
         frames = sum(c["frames"] for c in cams)
         floor_cpu = sum(c["floor_cpu"] for c in cams)
         floor_percent = floor_cpu / args.seconds * 100
-        rec_cpu = d["cpu_percent"] / 100 * args.seconds
+        rec_cpu = d["cpu_seconds"]
         print(
             f"floor: bare PyAV, the same {' + '.join(str(c['frames']) for c in cams)} frames, same settings "
             f"({encoder_settings(spec)[2]}): CPU {floor_cpu:.1f} s ({floor_cpu / frames * 1e3:.1f} ms/frame) "
@@ -335,9 +336,9 @@ def main() -> int:
             f"wall {sum(c['floor_wall'] for c in cams):.1f} s (one camera after the other)"
         )
         print(
-            f"recorder (dataset mode): CPU {d['cpu_percent']:.0f}% of one core ({rec_cpu / frames * 1e3:.1f} ms "
-            f"per stored frame) = {rec_cpu / floor_cpu:.2f}x the floor (it also receives the images over DDS, "
-            "aligns and writes parquet)"
+            f"recorder (dataset mode): CPU {rec_cpu:.1f} s from the episode's start to its save "
+            f"({rec_cpu / frames * 1e3:.1f} ms per stored frame) = {rec_cpu / floor_cpu:.2f}x the floor (it also "
+            "receives the images over DDS, aligns and writes parquet)"
         )
         print("quality (PSNR over RGB of the decoded frames vs the published frames, mean / worst frame):")
         for c in cams:
