@@ -9,6 +9,11 @@ Printed per run: frames, dropped ticks (target 0), messages dropped by backpress
 (% of one core, mean over the episode, includes its encoder threads), stamp->writer latency (the
 frame handed to the video encoders; stamp = capture time of the sample) or stamp->mcap latency
 (message written to the bag), the save time at episode end (encoder flush + commit), and bytes on disk.
+
+Then, for the dataset run: the encoder settings, the codec's floor (bare PyAV encoding the very frames
+the recorder stored, rebuilt from live_sources' pattern, with the same options: benchmarks/video_floor.py)
+as CPU % of one core over the episode beside the recorder's, and the quality: PSNR of the decoded
+frames of the dataset (and of the floor's file) against the published source frames, per camera.
 """
 
 from __future__ import annotations
@@ -24,12 +29,21 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import psutil
 import yaml
-from video_floor import encoder_settings
+from video_floor import bare_encode, encoder_settings, frame_psnr, iter_decoded
+
+from lerobot_recorder.dataset import DatasetReader
+from lerobot_recorder.dataset import format as fmt
+from lerobot_recorder.dataset.video import iter_frames
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ROOT / "src" / "lerobot_recorder" / "test" / "live_sources.py"
+sys.path.insert(0, str(SOURCES.parent))
+from live_sources import camera_image, camera_shift, gradient_base  # noqa: E402
+
+CAMERAS = ("front", "wrist", "side")  # camera number i in live_sources = position here
 
 # 900 kB images over Fast DDS on loopback: best-effort loses most fragmented samples as soon as the
 # receiving socket buffer overflows (default net.core.rmem_max here), so publisher and recorder use
@@ -60,7 +74,7 @@ CONTRACT = {
                 "tolerance": 0.034,  # one frame period: independent cameras are not in phase
                 "qos": IMAGE_QOS,
             }
-            for c in ("front", "wrist", "side")
+            for c in CAMERAS
         },
     },
 }
@@ -75,6 +89,80 @@ def find_recorder() -> str:
 
 def dir_size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.exists() else 0
+
+
+def identify_seq(frame: np.ndarray, camera: int, base: np.ndarray, residues: dict[int, list[int]]) -> int:
+    """Sequence number of the published image a decoded frame shows (see live_sources.camera_image).
+
+    The red channel ramps 0..255 across the base, so the roll shows as the column where the rows'
+    mean drops from ~255 to ~0 (refined against the ramp itself: compression blurs the edge by a
+    column); the roll gives seq modulo the width, the top-left block's gray level seq % 256.
+    """
+    w = base.shape[1]
+    profile = frame[8:, :, 0].astype(np.float32).mean(axis=0)
+    ramp = base[0, :, 0].astype(np.float32)
+    edge = int(np.argmax(np.roll(profile, 1) - profile))
+    shift = min(
+        ((edge + d) % w for d in range(-3, 4)),
+        key=lambda sh: float(np.sum((np.roll(ramp, sh) - profile) ** 2)),
+    )
+    block = float(frame[:8, :8].mean())
+    best = None
+    for m in residues[shift]:
+        for j in range(256):
+            seq = m + w * j
+            err = abs(seq % 256 - block)
+            if best is None or err < best[0]:
+                best = (err, seq)
+    return best[1]
+
+
+def quality_and_floor(root: Path, spec: str, work: Path) -> list[dict]:
+    """Per camera of episode 0: PSNR of the dataset's decoded frames against the published frames,
+    then the floor (bare PyAV, same frames, same options) with its CPU, wall and PSNR."""
+    reader = DatasetReader(root)
+    meta = reader.episode_meta(0)
+    out = []
+    for i, cam in enumerate(CAMERAS):
+        key = f"observation.images.{cam}"
+        h, w, _ = reader.features[key]["shape"]
+        base = gradient_base(h, w)
+        residues: dict[int, list[int]] = {}
+        for q in range(w):
+            residues.setdefault(camera_shift(q, i, w), []).append(q)
+        path = root / fmt.video_path(key, meta[f"videos/{key}/chunk_index"], meta[f"videos/{key}/file_index"])
+        seqs, values = [], []
+        frames = iter_frames(
+            path,
+            float(meta[f"videos/{key}/from_timestamp"]),
+            float(meta[f"videos/{key}/to_timestamp"]),
+            reader.fps,
+        )
+        for frame in frames:
+            seq = identify_seq(frame, i, base, residues)
+            seqs.append(seq)
+            values.append(frame_psnr(camera_image(base, seq, i), frame))
+        floor_path = work / f"floor_{cam}.mp4"
+        wall, cpu = bare_encode(
+            lambda k, seqs=seqs, i=i, base=base: camera_image(base, seqs[k], i), len(seqs), spec, floor_path
+        )
+        floor_values = [
+            frame_psnr(camera_image(base, seqs[k], i), f) for k, f in enumerate(iter_decoded(floor_path))
+        ]
+        if len(floor_values) != len(seqs):
+            raise SystemExit(f"floor {floor_path}: {len(floor_values)} frames decoded, {len(seqs)} encoded")
+        floor_path.unlink()
+        out.append(
+            {
+                "camera": cam,
+                "frames": len(seqs),
+                "psnr": (float(np.mean(values)), float(np.min(values))),
+                "floor_psnr": (float(np.mean(floor_values)), float(np.min(floor_values))),
+                "floor_wall": wall,
+                "floor_cpu": cpu,
+            }
+        )
+    return out
 
 
 def run_once(mode: str, seconds: float, vcodec: str, preset: int, work: Path, env: dict) -> dict:
@@ -143,6 +231,7 @@ def run_once(mode: str, seconds: float, vcodec: str, preset: int, work: Path, en
         "dropped_ticks": dropped,
         "backpressure_drops": int(drops.group(1)) if drops else 0,
         "cpu_percent": cpu,
+        "cpu_seconds": samples[-1][1] if samples else float("nan"),  # recording + save (encoder flush)
         "latency": lat.group(1) if lat else "n/a",
         "bytes": dir_size(work / f"ds_{mode}") + dir_size(work / f"raw_{mode}"),
         "returncode": proc.returncode,
@@ -165,7 +254,7 @@ def main() -> int:
     args = ap.parse_args()
     global IMAGE_QOS
     IMAGE_QOS = args.image_qos
-    for c in ("front", "wrist", "side"):
+    for c in CAMERAS:
         CONTRACT["features"][f"observation.images.{c}"]["qos"] = IMAGE_QOS
     env = dict(os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", PYTHONUNBUFFERED="1")
     env.setdefault("ROS_DOMAIN_ID", "42")
@@ -184,7 +273,7 @@ def main() -> int:
         # cameras and joint states from two processes (a camera driver and a robot driver): a
         # reliable 900 kB publish that waits for the reader must not stall the joint stream
         base = [sys.executable, str(SOURCES), "--width", "640", "--height", "480", "--fps", "30"]
-        cam_args = ["--cameras", "front,wrist,side", "--joint-topics", "", "--image-qos", args.image_qos]
+        cam_args = ["--cameras", ",".join(CAMERAS), "--joint-topics", "", "--image-qos", args.image_qos]
         cam_log = work / f"camera_source_{mode}.log"
         srcs = [
             subprocess.Popen(
@@ -233,6 +322,31 @@ def main() -> int:
             f"ratio dataset/raw-mcap: CPU {d['cpu_percent'] / raw['cpu_percent']:.2f}x, "
             f"disk {d['bytes'] / max(raw['bytes'], 1):.3f}x (raw mcap is the baseline)"
         )
+    if "dataset" in by:
+        d = by["dataset"]
+        cams = quality_and_floor(work / "ds_dataset", spec, work)
+        frames = sum(c["frames"] for c in cams)
+        floor_cpu = sum(c["floor_cpu"] for c in cams)
+        floor_percent = floor_cpu / args.seconds * 100
+        rec_cpu = d["cpu_seconds"]
+        print(
+            f"floor: bare PyAV, the same {' + '.join(str(c['frames']) for c in cams)} frames, same settings "
+            f"({encoder_settings(spec)[2]}): CPU {floor_cpu:.1f} s ({floor_cpu / frames * 1e3:.1f} ms/frame) "
+            f"= {floor_percent:.0f}% of one core over the {args.seconds:g} s episode, "
+            f"wall {sum(c['floor_wall'] for c in cams):.1f} s (one camera after the other)"
+        )
+        print(
+            f"recorder (dataset mode): CPU {rec_cpu:.1f} s from the episode's start to its save "
+            f"({rec_cpu / frames * 1e3:.1f} ms per stored frame) = {rec_cpu / floor_cpu:.2f}x the floor (it also "
+            "receives the images over DDS, aligns and writes parquet)"
+        )
+        print("quality (PSNR over RGB of the decoded frames vs the published frames, mean / worst frame):")
+        for c in cams:
+            print(
+                f"  {c['camera']:6} recorder {c['psnr'][0]:.2f} / {c['psnr'][1]:.2f} dB, "
+                f"floor {c['floor_psnr'][0]:.2f} / {c['floor_psnr'][1]:.2f} dB ({c['frames']} frames)"
+            )
+    print(f"load average at the end: {os.getloadavg()[0]:.1f} (2 cores shared; encoders are CPU-bound)")
     print(f"logs: {work}")
     if not args.keep:
         for r in results:

@@ -90,8 +90,18 @@ def psnr(sources: Sequence[np.ndarray], decoded: Sequence[np.ndarray]) -> tuple[
     """(mean, worst) per-frame RGB PSNR in dB; frame counts must match."""
     if len(sources) != len(decoded):
         raise ValueError(f"{len(decoded)} decoded frames for {len(sources)} sources")
-    values = []
-    for src, got in zip(sources, decoded, strict=True):
-        mse = float(np.mean((src.astype(np.float32) - got.astype(np.float32)) ** 2))
-        values.append(99.0 if mse == 0 else 10 * np.log10(255.0**2 / mse))
+    values = [frame_psnr(src, got) for src, got in zip(sources, decoded, strict=True)]
     return float(np.mean(values)), float(np.min(values))
+
+
+def frame_psnr(source: np.ndarray, decoded: np.ndarray) -> float:
+    """RGB PSNR in dB of one decoded frame against its source (99 for identical frames)."""
+    mse = float(np.mean((source.astype(np.float32) - decoded.astype(np.float32)) ** 2))
+    return 99.0 if mse == 0 else float(10 * np.log10(255.0**2 / mse))
+
+
+def iter_decoded(path: Path):
+    """The frames of `path` as RGB arrays, one at a time (long videos do not fit in memory at once)."""
+    with av.open(str(path)) as container:
+        for frame in container.decode(video=0):
+            yield frame.to_ndarray(format="rgb24")

@@ -33,6 +33,26 @@ IMAGE_QOS = qos_profile_sensor_data
 JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
 
 
+def gradient_base(height: int, width: int) -> np.ndarray:
+    """The still scene every camera rolls: red ramps across, green down, blue diagonally."""
+    yy, xx = np.mgrid[0:height, 0:width]
+    base = np.stack([(xx * 255 // max(width - 1, 1)), (yy * 255 // max(height - 1, 1)), (xx + yy) % 256], -1)
+    return base.astype(np.uint8)
+
+
+def camera_shift(seq: int, camera: int, width: int) -> int:
+    """Columns the base is rolled by in image `seq` of camera number `camera`."""
+    return (seq * 3 + camera * 17) % width
+
+
+def camera_image(base: np.ndarray, seq: int, camera: int) -> np.ndarray:
+    """Image `seq` of camera number `camera`: the base rolled, seq % 256 in the top-left 8x8 block
+    (the live benchmark rebuilds the published frames from this to measure video quality)."""
+    img = np.roll(base, camera_shift(seq, camera, base.shape[1]), axis=1)
+    img[:8, :8] = seq % 256
+    return img
+
+
 class Sources(Node):
     def __init__(self, args):
         super().__init__("live_sources")
@@ -46,10 +66,7 @@ class Sources(Node):
             for t in args.joint_topics.split(",")
             if t
         ]
-        h, w = args.height, args.width
-        yy, xx = np.mgrid[0:h, 0:w]
-        self.base = np.stack([(xx * 255 // max(w - 1, 1)), (yy * 255 // max(h - 1, 1)), (xx + yy) % 256], -1)
-        self.base = self.base.astype(np.uint8)
+        self.base = gradient_base(args.height, args.width)
         self.seq = 0
         self.jseq = 0
         self.t0 = time.monotonic()
@@ -66,8 +83,7 @@ class Sources(Node):
     def publish_camera(self, i: int, seq: int | None = None) -> None:
         cam = self.cams[i]
         seq = self.seq if seq is None else seq
-        img = np.roll(self.base, (seq * 3 + i * 17) % self.base.shape[1], axis=1)
-        img[:8, :8] = seq % 256
+        img = camera_image(self.base, seq, i)
         msg = Image()
         now = self.get_clock().now()
         msg.header.stamp = now.to_msg()
