@@ -118,6 +118,7 @@ def main() -> int:
         "robot": "",
         "pedal_device": fifo,
         "pedal_keys": [f"{k}:{c}" for c, k in PEDAL.items()],
+        "autostart": True,
     }
     print(
         f"control_arbiter at {args.rate:g} Hz (period {period * 1e3:.1f} ms), sources at 100 Hz, "

@@ -116,6 +116,7 @@ def test_leader_mirrors_the_follower_before_its_torque_goes_off(ros_node, tmp_pa
                     "mirror_leader": True,
                     "source_timeout_s": 0.5,
                     "alignment_timeout_s": 20.0,
+                    "autostart": True,
                 },
             ) as arb,
         ):

@@ -152,11 +152,12 @@ class ActionPath:
 
 def scheduler_config(policy_config, fps: float, mode: str = "replace", **overrides) -> SchedulerConfig:
     """The scheduling a checkpoint asks for: its chunk size and n_action_steps, and ACT's temporal
-    ensembling when the checkpoint was tuned with it (`temporal_ensemble_coeff`) and mode is replace."""
+    ensembling when the checkpoint was tuned with it (`temporal_ensemble_coeff`), mode is replace and
+    rtc is on (ensembling infers while the robot moves)."""
     pc = policy_config
     n_steps = overrides.pop("n_action_steps", 0) or pc.n_action_steps
     coeff = overrides.pop("ensemble_coeff", 0.01)
-    if pc.temporal_ensemble_coeff is not None and mode == "replace":
+    if pc.temporal_ensemble_coeff is not None and mode == "replace" and overrides.get("rtc", True):
         mode, coeff = "ensemble", pc.temporal_ensemble_coeff
     return SchedulerConfig(
         fps=fps,

@@ -8,8 +8,13 @@
   `delay` steps late (asynchronous inference) and to stepping without a new chunk.
 - `ActionInterpolator`: linear interpolation between consecutive actions, `multiplier` commands per
   policy action (1 + (N-1)*m commands for N actions).
-- `ActionScheduler`: ties them together for a control loop running at `fps * multiplier`, with a
-  refill threshold that asks for the next chunk before the queue runs dry.
+- `ActionScheduler`: ties them together for a control loop running at `fps * multiplier`. With `rtc`
+  (real-time chunking, as LeRobot's `--rtc.enabled`) a refill threshold asks for the next chunk
+  before the queue runs dry, inference runs while the queue plays out, and the new chunk is merged
+  with the remainder (replace minus the actions due during inference, or append), so a policy slower
+  than the control period does not stall the robot. Without `rtc` it is LeRobot's synchronous loop:
+  the next chunk is asked for once the queue is empty, the robot waits (holds) until it comes, and it
+  is executed from its first action.
 """
 
 from __future__ import annotations
@@ -197,10 +202,13 @@ class SchedulerConfig:
     refill_threshold: float = 0.5  # ask for a chunk when queue <= threshold * n_action_steps
     interpolation_multiplier: int = 1
     ensemble_coeff: float = 0.01
+    rtc: bool = True  # infer ahead of the queue's end and merge; False = wait for each chunk at its end
 
     def __post_init__(self) -> None:
         if self.mode not in QUEUE_MODES:
             raise ValueError(f"queue mode must be one of {QUEUE_MODES}, got {self.mode!r}")
+        if self.mode == "ensemble" and not self.rtc:
+            raise ValueError("queue mode ensemble infers while the robot moves: it needs rtc on (rtc: true)")
         if not 0.0 <= self.refill_threshold <= 1.0:
             raise ValueError(f"refill_threshold must be in [0, 1], got {self.refill_threshold}")
         if self.fps <= 0:
@@ -260,6 +268,8 @@ class ActionScheduler:
                 return False
             if self.ensembler is not None:
                 return True
+            if not self.cfg.rtc:  # synchronous: the next chunk once this one is used up
+                return self.queue.qsize() == 0
             return self.queue.qsize() <= math.floor(self.cfg.refill_threshold * self.cfg.n_action_steps)
 
     def begin_inference(self) -> InferenceTicket:
@@ -288,6 +298,8 @@ class ActionScheduler:
                 self.ensembler.add(chunk, delay=skipped)
                 return skipped
             used = chunk[: self.cfg.n_action_steps]
+            if not self.cfg.rtc:  # the robot waited for this chunk: it starts from its first action
+                delay = 0
             # index diff is only meaningful if no other merge reset the index meanwhile
             return self.queue.merge(used, used, delay, None)
 

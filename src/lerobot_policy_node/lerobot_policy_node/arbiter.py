@@ -191,6 +191,22 @@ class Arbiter:
             )
         return self._switch(Mode.POLICY, "resume", "the policy drives", now_s)
 
+    def stand_by(self, now_s: float, event: str = "deactivate") -> Reply:
+        """The node stops arbitrating (lifecycle deactivate): HOLD at the measured pose, no source
+        drives, a waiting takeover is dropped. `restart()` arms the start again."""
+        self._pending_takeover_since = None
+        self._awaiting_start = False
+        if self.mode == Mode.HOLD:
+            return Reply(True, f"{event}: holding", self.mode)
+        return self._switch(Mode.HOLD, event, f"{event}: holding the present pose, no source drives", now_s)
+
+    def restart(self) -> None:
+        """Start again as at construction (lifecycle activate): HOLD until the initial source
+        publishes; commands received before now do not count as live."""
+        self._awaiting_start = self.cfg.initial_mode != Mode.HOLD
+        self._latest = {Source.POLICY: _Latest(), Source.HUMAN: _Latest()}
+        self._pending_takeover_since = None
+
     # ------------------------------------------------------------------ the control step
     def step(self, now_s: float) -> np.ndarray | None:
         """The command for this control step (rad), or None while no pose is known yet."""

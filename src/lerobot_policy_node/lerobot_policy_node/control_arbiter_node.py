@@ -1,4 +1,10 @@
-"""`control_arbiter` node: one driver at a time between the command sources and the robot.
+"""`control_arbiter` lifecycle node: one driver at a time between the command sources and the robot.
+
+configure: open the pedal device (missing or unreadable -> FAILURE naming the path) and wire the
+topics. activate: forward, starting in HOLD until ``initial_mode``'s source publishes. deactivate:
+the safe state, HOLD at the measured pose (one hold command, then nothing), no source drives, inputs
+refused, the leader's torque off. cleanup / shutdown: release the topics and the pedal.
+``autostart`` configures and activates at start (a failure ends the process, exit code 2).
 
 Sources (sensor_msgs/JointState by name): the policy on ``policy/joint_commands`` (the policy node's
 ``joint_commands`` remapped) and the human on ``teleop/joint_commands`` (the teleop node's, remapped).
@@ -30,19 +36,19 @@ import numpy as np
 import rclpy
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
-from rclpy.node import Node
+from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 from std_srvs.srv import SetBool, Trigger
 
 from lerobot_core.robots import get_robot_spec
-from lerobot_core.ros.node import run_node
+from lerobot_core.ros.node import autostart_timer, run_node
 from lerobot_core.ros.params import declare
 from lerobot_msgs.msg import ControlStatus
 from lerobot_msgs.srv import ArbiterCommand
 
-from .arbiter import COMMANDS, Arbiter, ArbiterConfig, Mode, Source, Transition
+from .arbiter import COMMANDS, Arbiter, ArbiterConfig, Mode, Reply, Source, Transition
 from .pedal import PedalError, PedalReader, commands_for, parse_key_map
 from .safety import SafetyLimits
 
@@ -72,14 +78,21 @@ class ControlArbiterConfig:
     alignment_timeout_s: float
     pedal_device: str
     pedal_keys: list[str]
+    autostart: bool = False
 
 
-class ControlArbiterNode(Node):
+class ControlArbiterNode(LifecycleNode):
+    """Lifecycle: configure opens the pedal (a missing or unreadable device fails it, naming the
+    path) and wires the topics; activate starts forwarding, in HOLD until the initial source
+    publishes; deactivate holds the present pose with no source driving (one hold command, then
+    silence, the leader's torque off); cleanup releases the topics and the pedal."""
+
     def __init__(self, **kwargs):
         super().__init__("control_arbiter", **kwargs)
         self.cfg = self._read_parameters()
         names = list(self.cfg.joint_names)
         self._index = {n: i for i, n in enumerate(names)}
+        self._key_map = parse_key_map(self.cfg.pedal_keys, COMMANDS) if self.cfg.pedal_device else {}
         self.arbiter = Arbiter(
             ArbiterConfig(
                 joint_names=tuple(names),
@@ -91,34 +104,30 @@ class ControlArbiterNode(Node):
             )
         )
         self._lock = threading.Lock()
+        self._active = False  # forwarding; only changed by the lifecycle transitions, under _lock
         self._present: np.ndarray | None = None
         self._published_transitions = 0
-        self._last_event, self._last_message = "", f"holding until the {self.cfg.initial_mode} publishes"
+        self._last_event, self._last_message = "", "unconfigured"
         self._last_transition: Transition | None = None
         self._leader_torque = False
         self._leader_errors: collections.deque = collections.deque(maxlen=3)
         self._group = MutuallyExclusiveCallbackGroup()  # all arbiter state changes are serialized
-        clients = MutuallyExclusiveCallbackGroup()
+        self._clients_group = MutuallyExclusiveCallbackGroup()
+        self._io: list = []  # subscriptions, clients, publisher, timer, guard: made by configure
+        self.pub_cmd = None
+        self._timer = None
+        self.cli_policy_reset = self.cli_leader_torque = None
+        self.cli_recorder: dict = {}
+        self._pedal: PedalReader | None = None
+        self._pedal_thread: threading.Thread | None = None
+        self._pedal_stop = threading.Event()
+        # pedal presses are handed to the executor, so every input runs in the arbiter's callback group
+        self._pedal_inputs: collections.deque = collections.deque()
+        self._pedal_guard = None
+        self._exit_code = 0
 
-        self.pub_cmd = self.create_publisher(JointState, "joint_commands", QOS_COMMAND)
+        # the status and the inputs exist in every state: an inactive arbiter says so
         self.pub_status = self.create_publisher(ControlStatus, "arbiter/status", QOS_STATUS)
-        self.create_subscription(
-            JointState, "joint_states", self._on_joint_states, QOS_JOINTS, callback_group=self._group
-        )
-        self.create_subscription(
-            JointState,
-            "policy/joint_commands",
-            lambda m: self._on_source(Source.POLICY, m),
-            QOS_COMMAND,
-            callback_group=self._group,
-        )
-        self.create_subscription(
-            JointState,
-            "teleop/joint_commands",
-            lambda m: self._on_source(Source.HUMAN, m),
-            QOS_COMMAND,
-            callback_group=self._group,
-        )
         self.create_service(ArbiterCommand, "arbiter/command", self._on_command, callback_group=self._group)
         for command in ("pause", "takeover", "resume"):
             self.create_service(
@@ -127,44 +136,167 @@ class ControlArbiterNode(Node):
                 lambda req, resp, c=command: self._on_trigger(c, resp),
                 callback_group=self._group,
             )
+        self.create_timer(1.0, self._publish_status, callback_group=self._group)
+        self._publish_status()
+        if self.cfg.autostart:
+            autostart_timer(self, on_failure=self._autostart_failed)
+
+    def _autostart_failed(self, transition: str) -> None:
+        # a graph started with autostart cannot go on without its arbiter: the error (logged by
+        # the transition, naming what failed) ends the process as a user error
+        self.get_logger().error(f"autostart: {transition} failed; exiting")
+        self._exit_code = 2
+        self.context.try_shutdown()  # ends the spin; shutdown_safely returns the code
+
+    # ------------------------------------------------------------------ lifecycle
+    def on_configure(self, state: State) -> TransitionCallbackReturn:
+        if self.cfg.pedal_device:
+            try:
+                self._pedal = PedalReader(self.cfg.pedal_device)
+            except PedalError as exc:
+                self.get_logger().error(f"configure failed: {exc}")
+                self._last_event, self._last_message = "configure_failed", str(exc)
+                self._publish_status()
+                return TransitionCallbackReturn.FAILURE
+        g = self._group
+        self.pub_cmd = self.create_lifecycle_publisher(JointState, "joint_commands", QOS_COMMAND)
+        io = [
+            self.create_subscription(
+                JointState, "joint_states", self._on_joint_states, QOS_JOINTS, callback_group=g
+            ),
+            self.create_subscription(
+                JointState,
+                "policy/joint_commands",
+                lambda m: self._on_source(Source.POLICY, m),
+                QOS_COMMAND,
+                callback_group=g,
+            ),
+            self.create_subscription(
+                JointState,
+                "teleop/joint_commands",
+                lambda m: self._on_source(Source.HUMAN, m),
+                QOS_COMMAND,
+                callback_group=g,
+            ),
+        ]
+        clients = self._clients_group
         self.cli_policy_reset = self.create_client(Trigger, "policy/reset", callback_group=clients)
         ns = self.cfg.recorder.rstrip("/")
         self.cli_recorder = {
             cmd: self.create_client(Trigger, f"{ns}/{srv}", callback_group=clients)
             for cmd, srv in RECORDER_SERVICES.items()
         }
+        io += [self.cli_policy_reset, *self.cli_recorder.values()]
         if self.cfg.mirror_leader:
             self.cli_leader_torque = self.create_client(
                 SetBool, "leader/torque_enable", callback_group=clients
             )
-            self.create_subscription(
-                Float64,
-                "teleop/leader_mirror_error",
-                self._on_mirror_error,
-                QOS_COMMAND,
-                callback_group=self._group,
-            )
-        self._timer = self.create_timer(1.0 / self.cfg.rate_hz, self._tick, callback_group=self._group)
-        self.create_timer(1.0, self._publish_status, callback_group=self._group)
-        self._pedal = None
-        self._pedal_stop = threading.Event()
-        # pedal presses are handed to the executor, so every input runs in the arbiter's callback group
-        self._pedal_inputs: collections.deque = collections.deque()
-        self._pedal_guard = self.create_guard_condition(self._on_pedal_inputs, callback_group=self._group)
-        if self.cfg.pedal_device:
-            key_map = parse_key_map(self.cfg.pedal_keys, COMMANDS)
-            self._pedal = PedalReader(self.cfg.pedal_device)  # a missing/unreadable device fails here
-            self._pedal_thread = threading.Thread(
-                target=self._pedal_loop, args=(key_map,), name="pedal", daemon=True
-            )
+            io += [
+                self.cli_leader_torque,
+                self.create_subscription(
+                    Float64,
+                    "teleop/leader_mirror_error",
+                    self._on_mirror_error,
+                    QOS_COMMAND,
+                    callback_group=g,
+                ),
+            ]
+        self._timer = self.create_timer(1.0 / self.cfg.rate_hz, self._tick, callback_group=g)
+        self._timer.cancel()  # ticks while active
+        self._pedal_guard = self.create_guard_condition(self._on_pedal_inputs, callback_group=g)
+        self._io = io
+        self._last_event, self._last_message = "configure", "configured, inactive"
+        self._publish_status()
+        self.get_logger().info(
+            "configured"
+            + (f"; pedal {self.cfg.pedal_device}" if self._pedal else "")
+            + ("; leader mirroring on" if self.cfg.mirror_leader else "")
+        )
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_activate(self, state: State) -> TransitionCallbackReturn:
+        with self._lock:
+            self.arbiter.restart()
+            self._active = True
+        self._leader_errors.clear()
+        self._last_event = "activate"
+        self._last_message = f"holding until the {self.cfg.initial_mode} publishes"
+        if self._pedal is not None:
+            self._pedal_stop.clear()
+            self._pedal_thread = threading.Thread(target=self._pedal_loop, name="pedal", daemon=True)
             self._pedal_thread.start()
+        self._timer.reset()
         self._publish_status()
         self.get_logger().info(
             f"arbitrating policy/joint_commands and teleop/joint_commands -> joint_commands at "
             f"{self.cfg.rate_hz:g} Hz, starting in {self.cfg.initial_mode}"
-            + (f"; pedal {self.cfg.pedal_device}" if self._pedal else "")
-            + ("; leader mirroring on" if self.cfg.mirror_leader else "")
         )
+        return super().on_activate(state)
+
+    def on_deactivate(self, state: State) -> TransitionCallbackReturn:
+        self._stand_by("deactivate")
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state: State) -> TransitionCallbackReturn:
+        self._release()
+        self._last_event, self._last_message = "cleanup", "unconfigured"
+        self._publish_status()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state: State) -> TransitionCallbackReturn:
+        if self._active:
+            self._stand_by("shutdown")
+        self._release()
+        return TransitionCallbackReturn.SUCCESS
+
+    def _stand_by(self, event: str) -> None:
+        """The safe state: HOLD at the measured pose, one last hold command, then no commands; the
+        leader's torque off; no inputs taken."""
+        self._timer.cancel()
+        self._stop_pedal()
+        now = self._now()
+        with self._lock:
+            self._active = False
+            self.arbiter.stand_by(now, event)
+            hold = self.arbiter.step(now)
+        if hold is not None and rclpy.ok(context=self.context):
+            self._publish_command(hold)
+        self._after_change()
+        if self.cfg.mirror_leader and self._leader_torque:
+            self._set_leader_torque(False)
+        self._last_event = event
+        self._last_message = f"{event}: holding the present pose, no source drives"
+        self._publish_status()
+        self.get_logger().info(self._last_message)
+
+    def _stop_pedal(self) -> None:
+        self._pedal_stop.set()
+        if self._pedal_thread is not None and self._pedal_thread is not threading.current_thread():
+            self._pedal_thread.join(1.0)
+        self._pedal_thread = None
+
+    def _release(self) -> None:
+        self._stop_pedal()
+        if self._pedal is not None:
+            self._pedal.close()
+            self._pedal = None
+        for entity in self._io:
+            if hasattr(entity, "srv_name"):
+                self.destroy_client(entity)
+            else:
+                self.destroy_subscription(entity)
+        self._io = []
+        if self._timer is not None:
+            self.destroy_timer(self._timer)
+            self._timer = None
+        if self._pedal_guard is not None:
+            self.destroy_guard_condition(self._pedal_guard)
+            self._pedal_guard = None
+        if self.pub_cmd is not None:
+            self.destroy_lifecycle_publisher(self.pub_cmd)
+            self.pub_cmd = None
+        self.cli_policy_reset = self.cli_leader_torque = None
+        self.cli_recorder = {}
 
     # ------------------------------------------------------------------ parameters
     def _read_parameters(self) -> ControlArbiterConfig:
@@ -226,6 +358,7 @@ class ControlArbiterNode(Node):
                 ["KEY_A:pause", "KEY_B:takeover", "KEY_C:resume"],
                 "pedal key -> command: 'KEY_NAME:command' or 'code:command'",
             ),
+            autostart=p("autostart", False, "configure and activate right after start"),
         )
         if cfg.initial_mode not in INITIAL_MODES:
             raise ValueError(
@@ -286,7 +419,16 @@ class ControlArbiterNode(Node):
     def request(self, command: str):
         """One input from any front end (service, Trigger, pedal); returns the arbiter's reply."""
         with self._lock:
-            reply = self.arbiter.request(command, self._now())
+            if self._active:
+                reply = self.arbiter.request(command, self._now())
+            else:
+                state = self._state_machine.current_state[1]
+                reply = Reply(
+                    False,
+                    f"{command} refused: the control arbiter is {state}, not active (activate it first; "
+                    "or start it with autostart:=true)",
+                    self.arbiter.mode,
+                )
         if reply.success and command in RECORDER_SERVICES:
             self._call_recorder(command)
         # rclpy ties a severity to each logging call site: one line per severity
@@ -315,7 +457,8 @@ class ControlArbiterNode(Node):
         response.success, response.message = reply.success, reply.message
         return response
 
-    def _pedal_loop(self, key_map: dict[int, str]) -> None:
+    def _pedal_loop(self) -> None:
+        key_map = self._key_map
         while not self._pedal_stop.is_set() and rclpy.ok(context=self.context):
             try:
                 codes = self._pedal.read_presses(0.1)
@@ -323,7 +466,7 @@ class ControlArbiterNode(Node):
                 self.get_logger().error(str(exc))
                 return
             commands = commands_for(codes, key_map)
-            if commands:
+            if commands and self._pedal_guard is not None:
                 self._pedal_inputs.extend(commands)
                 self._pedal_guard.trigger()
 
@@ -335,14 +478,19 @@ class ControlArbiterNode(Node):
     def _tick(self) -> None:
         now = self._now()
         with self._lock:
+            if not self._active:  # a tick that raced a deactivate sends nothing
+                return
             cmd = self.arbiter.step(now)
             mode = self.arbiter.mode
         if cmd is not None:
-            msg = JointState(name=list(self.cfg.joint_names), position=[float(v) for v in cmd])
-            msg.header.stamp = self.get_clock().now().to_msg()
-            self.pub_cmd.publish(msg)
+            self._publish_command(cmd)
         self._after_change()
         self._sync_leader_torque(mode)
+
+    def _publish_command(self, cmd: np.ndarray) -> None:
+        msg = JointState(name=list(self.cfg.joint_names), position=[float(v) for v in cmd])
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self.pub_cmd.publish(msg)
 
     def _after_change(self) -> None:
         """Side effects of new transitions (leader torque, policy reset), then the status."""
@@ -356,7 +504,8 @@ class ControlArbiterNode(Node):
             if t.previous == t.mode:
                 continue
             self.get_logger().info(f"{t.previous.name} -> {t.mode.name} ({t.event}): {t.message}")
-            self._sync_leader_torque(t.mode)
+            if self._active:
+                self._sync_leader_torque(t.mode)
             if t.mode == Mode.POLICY and self.cfg.reset_policy_on_resume:
                 self._call(self.cli_policy_reset, Trigger.Request(), "policy/reset")
         self._publish_status()
@@ -417,20 +566,24 @@ class ControlArbiterNode(Node):
         msg.header.stamp = self.get_clock().now().to_msg()
         self.pub_status.publish(msg)
 
-    def shutdown_safely(self) -> None:
-        self._pedal_stop.set()
+    def shutdown_safely(self) -> int:
+        """Process exit (Ctrl-C, SIGTERM, a failed autostart): the pedal thread stops and the device
+        is closed; returns the exit code."""
+        self._stop_pedal()
         if self._pedal is not None:
             self._pedal.close()
+            self._pedal = None
+        return self._exit_code
 
 
 def main(args=None) -> int:
     return run_node(
         ControlArbiterNode,
         args,
-        errors=(ValueError, PedalError),
+        errors=(ValueError,),  # bad parameter values; a bad pedal device fails configure
         error_prefix="control_arbiter: error",
         executor=lambda: MultiThreadedExecutor(num_threads=2),
-        on_exit=lambda node: node.shutdown_safely(),
+        on_exit=ControlArbiterNode.shutdown_safely,
     )
 
 

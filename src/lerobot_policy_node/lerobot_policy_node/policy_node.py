@@ -66,6 +66,7 @@ class PolicyNodeConfig:
     fps: float
     interpolation_multiplier: int
     queue_mode: str
+    rtc: bool
     refill_threshold: float
     n_action_steps: int
     temporal_ensemble_coeff: float
@@ -157,10 +158,18 @@ class PolicyNode(LifecycleNode):
                 "replace",
                 f"chunk merging: {' | '.join(QUEUE_MODES)} (replace = RTC-style, skips the delay)",
             ),
+            rtc=p(
+                "rtc",
+                True,
+                "real-time chunking (LeRobot's --rtc.enabled): infer the next chunk while the queue plays "
+                "out (from refill_threshold) and merge it with the remainder (queue_mode), so a policy slower "
+                "than the control period does not stall the robot; false = LeRobot's synchronous loop, the "
+                "robot holds at each chunk's end until the next chunk is inferred",
+            ),
             refill_threshold=p(
                 "refill_threshold",
                 0.5,
-                "infer the next chunk when queue <= this x n_action_steps",
+                "with rtc: infer the next chunk when queue <= this x n_action_steps",
                 range=(0.0, 1.0),
             ),
             n_action_steps=p(
@@ -297,6 +306,7 @@ class PolicyNode(LifecycleNode):
                 self.cfg.queue_mode,
                 n_action_steps=self.cfg.n_action_steps,
                 refill_threshold=self.cfg.refill_threshold,
+                rtc=self.cfg.rtc,
                 interpolation_multiplier=self.cfg.interpolation_multiplier,
                 ensemble_coeff=self.cfg.temporal_ensemble_coeff,
             )
@@ -356,7 +366,7 @@ class PolicyNode(LifecycleNode):
             controller.task = self.task
         self.get_logger().info(
             f"loaded {pc.type} from {path}: chunk {pc.chunk_size}, {sched.n_action_steps} steps used, queue "
-            f"{sched.mode}, control {sched.control_rate_hz:g} Hz, images {dict(pc.image_features)}, "
+            f"{sched.mode}, rtc {'on' if sched.rtc else 'off'}, control {sched.control_rate_hz:g} Hz, images {dict(pc.image_features)}, "
             f"n_obs_steps {pc.n_obs_steps}"
             + (
                 f"; contract {deployment.source}: state {deployment.state_topic} in "

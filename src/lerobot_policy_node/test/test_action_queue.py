@@ -209,6 +209,41 @@ def test_scheduler_refill_threshold_and_delay_skip():
     assert s.tick() is None
 
 
+@pytest.mark.parametrize("mode", ["replace", "append"])
+def test_scheduler_without_rtc_waits_for_each_chunk_at_its_end(mode):
+    """RTC off (LeRobot's synchronous loop): no chunk is asked for while actions remain, the caller
+    holds until it comes, and it is executed from its first action however long inference took."""
+    s = ActionScheduler(
+        SchedulerConfig(fps=30, n_action_steps=4, chunk_size=6, refill_threshold=0.5, mode=mode, rtc=False)
+    )
+    t = s.begin_inference()
+    assert s.submit(chunk_of(0), t) == 0
+    out = []
+    for _ in range(4):
+        out.append(s.needs_inference())
+        s.tick()
+    assert out == [False] * 4  # with rtc the threshold would have asked at 2 left
+    assert s.needs_inference() and s.queue_length() == 0
+    t = s.begin_inference()
+    assert [s.tick() for _ in range(3)] == [None] * 3 and s.starved_ticks == 3  # waits (holds)
+    assert s.submit(chunk_of(100), t) == 0  # three ticks passed: nothing skipped
+    assert [s.tick()[0] for _ in range(4)] == [100, 101, 102, 103]
+
+
+def test_scheduler_with_rtc_merges_the_new_chunk_with_the_remainder():
+    """RTC on: inference is asked for while actions remain; the ones due meanwhile are skipped and
+    the control loop never starves if the chunk comes before the remainder is used up."""
+    s = ActionScheduler(SchedulerConfig(fps=30, n_action_steps=6, chunk_size=6, refill_threshold=0.5))
+    s.submit(chunk_of(0), s.begin_inference())
+    got = [s.tick()[0] for _ in range(3)]
+    assert s.needs_inference()  # 3 left <= 0.5 * 6
+    t = s.begin_inference()
+    got += [s.tick()[0] for _ in range(2)]  # inference takes 2 ticks
+    assert s.submit(chunk_of(100), t) == 2
+    got += [s.tick()[0] for _ in range(4)]
+    assert got == [0, 1, 2, 3, 4, 102, 103, 104, 105] and s.starved_ticks == 0
+
+
 def test_scheduler_interpolation_counts_policy_steps():
     s = ActionScheduler(SchedulerConfig(fps=10, n_action_steps=3, chunk_size=3, interpolation_multiplier=2))
     t = s.begin_inference()
@@ -240,3 +275,5 @@ def test_scheduler_config_validation():
         SchedulerConfig(fps=30, n_action_steps=1, chunk_size=1, mode="bogus")
     with pytest.raises(ValueError, match="n_action_steps"):
         SchedulerConfig(fps=30, n_action_steps=5, chunk_size=4)
+    with pytest.raises(ValueError, match="ensemble.*needs rtc"):
+        SchedulerConfig(fps=30, n_action_steps=1, chunk_size=1, mode="ensemble", rtc=False)

@@ -327,3 +327,27 @@ def test_full_hil_loop_records_each_transition_once():
 def test_limits_must_match_joints():
     with pytest.raises(ValueError, match="limits for 2 joints, 3 joint names"):
         Arbiter(ArbiterConfig(("a", "b", "c"), SafetyLimits.build(2)))
+
+
+@pytest.mark.parametrize("mode", [Mode.POLICY, Mode.HUMAN])
+def test_stand_by_holds_the_measured_pose_and_restart_waits_for_a_fresh_source(mode):
+    """Lifecycle deactivate / activate: HOLD at the measured pose whoever drove; a command sent
+    before the restart does not start the policy, a new one does."""
+    arb = make(Mode.POLICY)
+    arb.mode = mode
+    feed(arb, 0.0)
+    arb.step(0.0)
+    moved = PRESENT + 0.01
+    arb.update_present(moved)
+    reply = arb.stand_by(0.01)
+    assert reply.success and arb.mode == Mode.HOLD and arb.transitions[-1].event == "deactivate"
+    feed(arb, 0.02)
+    np.testing.assert_allclose(arb.step(0.02), moved)  # the pose measured, not a source's command
+    np.testing.assert_allclose(arb.step(0.03), moved)
+    assert arb.stand_by(0.04).success and arb.transitions[-1].event == "deactivate"  # no second one
+    arb.restart()
+    np.testing.assert_allclose(arb.step(0.05), moved)  # the pre-restart command is not live
+    assert arb.mode == Mode.HOLD
+    feed(arb, 0.06)
+    arb.step(0.06)
+    assert arb.mode == Mode.POLICY and arb.transitions[-1].event == "start"

@@ -44,6 +44,7 @@ class Sources:
         self.pub_human = node.create_publisher(JointState, "/teleop/joint_commands", 10)
         self.policy_on = True
         self.human_on = False
+        self.policy_target = POLICY
         self.pose = PRESENT.copy()
         self.sub = node.create_subscription(JointState, "/joint_commands", self._on_command, 10)
         self.timer = node.create_timer(1.0 / RATE, self._tick)
@@ -59,7 +60,7 @@ class Sources:
     def _tick(self):
         self.pub_js.publish(self._msg(self.pose))
         if self.policy_on:
-            self.pub_policy.publish(self._msg(POLICY))
+            self.pub_policy.publish(self._msg(self.policy_target))
         if self.human_on:
             self.pub_human.publish(self._msg(HUMAN))
 
@@ -86,7 +87,13 @@ def modes(status):
 
 
 def arbiter(**params):
-    base = {"rate_hz": RATE, "max_step_rad": STEP, "source_timeout_s": 0.5, "robot": "so101_follower"}
+    base = {
+        "rate_hz": RATE,
+        "max_step_rad": STEP,
+        "source_timeout_s": 0.5,
+        "robot": "so101_follower",
+        "autostart": True,
+    }
     base.update(params)
     return RosProcess("lerobot_policy_node", "control_arbiter", parameters=base)
 
@@ -221,3 +228,97 @@ def test_record_control_sends_arbiter_inputs(ros_node):
             assert tool.returncode == 1 and "takeover needs --arbiter" in tool.output(), tool.output()
     finally:
         src.close()
+
+
+def change_state(node, transition_id):
+    from lifecycle_msgs.msg import Transition
+    from lifecycle_msgs.srv import ChangeState
+
+    req = ChangeState.Request(transition=Transition(id=transition_id))
+    return call(node, ChangeState, "/control_arbiter/change_state", req).success
+
+
+def test_lifecycle_deactivate_while_the_policy_drives_holds(ros_node):
+    """configure -> activate (the policy drives) -> deactivate: HOLD at the present pose, the commands
+    stop following the policy; inputs are refused while inactive; activate again -> the policy again."""
+    from lifecycle_msgs.msg import Transition
+
+    status = MessageCollector(ros_node, ControlStatus, "/arbiter/status", STATUS_QOS)
+    out = MessageCollector(ros_node, JointState, "/joint_commands")
+    src = Sources(ros_node)
+    policy_b = PRESENT + np.array([0.3, -0.2, 0.2, -0.3, 0.25, 0.1])  # a second, distinct policy target
+    try:
+        with arbiter(autostart=False, source_timeout_s=2.0) as proc:
+            OUTPUT[0] = proc.output
+            # unconfigured: the status says so, the inputs are refused, nothing reaches the robot
+            assert wait_until(lambda: len(status.messages) > 0, 30), proc.output()
+            r = command(ros_node, "pause")
+            assert not r.success and "unconfigured, not active" in r.message, r.message
+            assert change_state(ros_node, Transition.TRANSITION_CONFIGURE)
+            assert wait_until(lambda: False, 0.5) is False
+            assert not out.messages, "an inactive arbiter sent commands"
+            r = command(ros_node, "resume")
+            assert not r.success and "inactive, not active" in r.message, r.message
+
+            # activate: HOLD until the policy publishes (it does), then the policy drives
+            assert change_state(ros_node, Transition.TRANSITION_ACTIVATE)
+            assert wait_until(lambda: status.messages[-1].mode == ControlStatus.MODE_POLICY, 10), (
+                proc.output()
+            )
+            assert wait_until(lambda: np.allclose(out.messages[-1].position, POLICY, atol=1e-6), 10)
+
+            # deactivate while the policy drives, with the policy moving away: hold the present pose
+            n_before = len(status.messages)
+            assert change_state(ros_node, Transition.TRANSITION_DEACTIVATE)
+            src.policy_target = policy_b
+            assert wait_until(lambda: any(m.event == "deactivate" for m in status.messages[n_before:]), 5)
+            deact = [m for m in status.messages[n_before:] if m.event == "deactivate"][-1]
+            assert deact.mode == ControlStatus.MODE_HOLD and not deact.is_intervention
+            assert wait_until(lambda: False, 0.3) is False  # the last hold command arrives
+            held = np.array(out.messages[-1].position)
+            assert np.allclose(held, POLICY, atol=1e-6)  # the pose the arm had: no jump
+            n = len(out.messages)
+            assert wait_until(lambda: False, 1.0) is False  # 50 control periods
+            assert len(out.messages) == n, "commands kept coming after deactivate"
+            assert np.allclose(out.messages[-1].position, held, atol=1e-9)
+            r = command(ros_node, "resume")
+            assert not r.success and "not active" in r.message
+            assert status.messages[-1].mode == ControlStatus.MODE_HOLD
+
+            # activate again: starts in HOLD, the policy (still publishing) drives, bumplessly
+            n = len(out.messages)
+            assert change_state(ros_node, Transition.TRANSITION_ACTIVATE)
+            assert wait_until(lambda: np.allclose(out.messages[-1].position, policy_b, atol=1e-6), 10)
+            cmds = np.array([m.position for m in out.messages[n - 1 :]])
+            assert np.max(np.abs(np.diff(cmds, axis=0))) <= STEP + 1e-9
+            events = [m.event for m in status.messages]
+            last_activate = len(events) - 1 - events[::-1].index("activate")
+            assert status.messages[last_activate].mode == ControlStatus.MODE_HOLD  # starts in hold
+            assert "start" in events[last_activate:], events
+
+            # deactivate, cleanup, configure again, shutdown: each transition succeeds
+            for tid in (
+                Transition.TRANSITION_DEACTIVATE,
+                Transition.TRANSITION_CLEANUP,
+                Transition.TRANSITION_CONFIGURE,
+                Transition.TRANSITION_INACTIVE_SHUTDOWN,
+            ):
+                assert change_state(ros_node, tid), (tid, proc.output())
+            assert status.messages[-1].mode == ControlStatus.MODE_HOLD
+    finally:
+        src.close()
+
+
+def test_lifecycle_configure_fails_on_a_missing_pedal_naming_the_path(ros_node, tmp_path):
+    """Without autostart the process stays up: configure returns failure and logs the path."""
+    from lifecycle_msgs.msg import Transition
+
+    path = tmp_path / "usb-PCsensor_FootSwitch-event-kbd"
+    with arbiter(autostart=False, pedal_device=str(path)) as proc:
+        OUTPUT[0] = proc.output
+        assert not change_state(ros_node, Transition.TRANSITION_CONFIGURE)
+        assert proc.wait_for_output(f"pedal device {path} does not exist", 10), proc.output()
+        assert proc.returncode is None
+        # the device appears (a FIFO here): configure succeeds
+        os.mkfifo(path)
+        assert change_state(ros_node, Transition.TRANSITION_CONFIGURE), proc.output()
