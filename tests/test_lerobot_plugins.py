@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from lerobot_core.ros.testing import wait_until
+
 REPO = Path(__file__).resolve().parents[1]
 REF_VENV = Path(os.environ.get("LEROBOT_REF_VENV", "/work/lerobot-ref-venv"))
 SIDE_PY = REF_VENV / "bin" / "python"
@@ -525,3 +527,228 @@ def test_active_leader_hooks_on_an_emulated_leader(side_venv, tmp_path):
     assert out["reached"]["elbow_flex.pos"] == pytest.approx(out["goal"]["elbow_flex.pos"], abs=0.02)
     assert out["reached"]["shoulder_pan.pos"] == pytest.approx(out["start"]["shoulder_pan.pos"], abs=0.02)
     assert "torque_off" in graph.log("leader")  # released after disable_torque
+
+
+ACT_CHECKPOINT = REPO / "src/lerobot_policy_node/test/fixtures/act_small/pretrained_model"
+
+# LeRobot's own policy server (lerobot.async_inference.policy_server.serve), with a tap that appends every
+# action chunk it returns to a JSON-lines file: the test compares the sim's commands with those
+POLICY_SERVER_WITH_TAP = """
+import json, sys
+from lerobot.async_inference import policy_server
+
+tap = open(sys.argv[1], "a")
+predict = policy_server.PolicyServer._predict_action_chunk
+
+def predict_and_log(self, observation):
+    chunk = predict(self, observation)
+    tap.write(json.dumps({"timestep": observation.get_timestep(),
+                          "actions": [a.get_action().tolist() for a in chunk]}) + "\\n")
+    tap.flush()
+    return chunk
+
+policy_server.PolicyServer._predict_action_chunk = predict_and_log
+sys.argv = [sys.argv[0], *sys.argv[2:]]
+policy_server.serve()
+"""
+
+
+def free_loopback_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_async_inference_client_on_the_sim(side_venv, sim, tmp_path, ros_node):
+    """LeRobot's async inference: robot_client with --robot.type=ros on the sim, LeRobot's policy server
+    (a small ACT checkpoint, safetensors + JSON) on 127.0.0.1. The sim's commands are the server's actions."""
+    import yaml
+
+    # the sim preset with the front camera only: the ACT fixture sees one camera (the server resizes it)
+    contract = yaml.safe_load(SIM_PRESET.read_text())
+    del contract["features"]["observation.images.wrist"]
+    path = tmp_path / "front_only.yaml"
+    path.write_text(yaml.safe_dump(contract))
+    tap, port = tmp_path / "chunks.jsonl", free_loopback_port()
+    commands = Recorder(ros_node, "/joint_commands")
+
+    def side(name: str, args: list[str]) -> subprocess.Popen:
+        log = open(tmp_path / f"{name}.log", "w")
+        return subprocess.Popen(
+            [str(SIDE_PY), *args],
+            env=side_env(),
+            cwd=tmp_path,  # both write logs/ where they run
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    server = side(
+        "server",
+        ["-c", POLICY_SERVER_WITH_TAP, str(tap), "--host=127.0.0.1", f"--port={port}", "--fps=30"],
+    )
+    client = side(
+        "client",
+        [
+            "-m",
+            "lerobot.async_inference.robot_client",
+            "--robot.type=ros",
+            f"--robot.contract={path}",  # no limits: what the robot sends is what the policy said
+            "--robot.connect_timeout_s=120",
+            "--robot.max_age_s=2.0",
+            f"--server_address=127.0.0.1:{port}",
+            "--policy_type=act",
+            f"--pretrained_name_or_path={ACT_CHECKPOINT}",
+            "--policy_device=cpu",
+            "--actions_per_chunk=10",
+            "--chunk_size_threshold=0.5",
+            "--aggregate_fn_name=latest_only",  # a queued action is replaced, not blended
+            "--fps=30",
+            "--task=Pick up the cube and lift it",
+        ],
+    )
+
+    def logs() -> str:
+        return "".join(
+            f"\n--- {n}:\n{(tmp_path / f'{n}.log').read_text(errors='replace')[-3000:]}"
+            for n in ("server", "client")
+        )
+
+    try:
+        # three chunks' worth of commands: the client asked for more than one chunk and played them
+        ok = wait_until(
+            lambda: len(commands.values) >= 30 or server.poll() is not None or client.poll() is not None,
+            timeout=180,
+        )
+        assert ok and len(commands.values) >= 30, (
+            f"{len(commands.values)} commands on /joint_commands{logs()}"
+        )
+    finally:
+        for p in (client, server):
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGINT)
+        for p in (client, server):
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+    chunks = [json.loads(line) for line in tap.read_text().splitlines()]
+    assert len(chunks) >= 2, f"{len(chunks)} chunks from the server{logs()}"
+    produced = np.asarray([a for c in chunks for a in c["actions"]], dtype=np.float64)
+    chunk_of = np.asarray([i for i, c in enumerate(chunks) for _ in c["actions"]])
+    assert produced.shape[1] == len(JOINTS)
+    sent = np.asarray(commands.values)
+    # every command on the sim's topic is one of the server's actions (float32 tensors -> float64 messages)
+    nearest = np.abs(sent[:, None, :] - produced[None, :, :]).max(axis=2).min(axis=1)
+    assert nearest.max() < 1e-6, nearest.max()
+    # ...taken from more than one chunk (the client sent observations again and used the new answer)
+    used = {int(chunk_of[np.abs(produced - cmd).max(axis=1).argmin()]) for cmd in sent}
+    assert len(used) >= 2, used
+
+
+# one step per line on stdin: the test checks the emulated servos' torque between the steps
+TORQUE_SERVICE_STEPS = """
+import json, sys, time
+from lerobot.teleoperators.utils import make_teleoperator_from_config
+from lerobot_teleoperator_ros import RosTeleoperatorConfig
+
+def report(**values):
+    print(json.dumps(values), flush=True)
+    sys.stdin.readline()
+
+def follow(goal, timeout_s):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        tel.write_goal_positions(goal)
+        time.sleep(1 / 30)
+        if abs(tel.get_action()["elbow_flex.pos"] - goal["elbow_flex.pos"]) < 0.01:
+            break
+    return tel.get_action()
+
+tel = make_teleoperator_from_config(RosTeleoperatorConfig(contract=sys.argv[1], connect_timeout_s=120))
+tel.connect()
+start = tel.get_action()
+t = time.monotonic()
+tel.enable_torque()
+report(step="enabled", enable_s=time.monotonic() - t)
+goal = dict(start, **{"elbow_flex.pos": start["elbow_flex.pos"] + 0.3})
+reached = follow(goal, 10.0)
+t = time.monotonic()
+tel.disable_torque()
+report(step="released", disable_s=time.monotonic() - t, start=start, goal=goal, reached=reached)
+# released: the bus node no longer takes commands, so these move nothing
+after = follow(start, 1.0)
+tel.disconnect()
+report(step="done", after=after)
+"""
+
+
+def test_teleoperator_torque_through_the_read_only_leader_bus(side_venv, tmp_path):
+    """enable_torque / disable_torque call the torque_enable service of a read-only leader bus node
+    (lerobot_drivers motor_bus, as in the teleop and HIL profiles); the servos' torque registers follow."""
+    from lerobot_core.ros.testing import RosProcess
+    from lerobot_drivers.servo_emulator import EmulatorProcess
+
+    bus_params = {"robot": "so101_leader", "read_only": True, "autostart": True, "rate_hz": 100.0}
+    with (
+        EmulatorProcess("so101_leader", str(tmp_path / "leader"), tau_s=0.05) as leader,
+        RosProcess(
+            "lerobot_drivers",
+            "motor_bus",
+            name="leader_bus",
+            namespace="leader",
+            parameters={**bus_params, "port": leader.port, "timeout_ms": 200.0},
+        ) as bus,
+    ):
+        side = subprocess.Popen(
+            [str(SIDE_PY), "-c", TORQUE_SERVICE_STEPS, str(SIM_PRESET.parent / "so101.yaml")],
+            env=side_env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=open(tmp_path / "side.log", "w"),
+            text=True,
+        )
+
+        def step() -> dict:
+            line = side.stdout.readline()
+            assert line, (
+                f"side process ended:\n{(tmp_path / 'side.log').read_text()[-4000:]}\n{bus.output()[-2000:]}"
+            )
+            return json.loads(line)
+
+        try:
+            assert not any(leader.call("torque").values())  # a leader bus node starts with torque off
+            enabled = step()
+            torque_on = leader.call("torque")
+            side.stdin.write("\n")
+            side.stdin.flush()
+            released = step()
+            torque_after = leader.call("torque")
+            side.stdin.write("\n")
+            side.stdin.flush()
+            done = step()
+            side.stdin.write("\n")
+            side.stdin.flush()
+            assert side.wait(timeout=30) == 0
+        finally:
+            if side.poll() is None:
+                side.kill()
+                side.wait()
+    assert enabled["step"] == "enabled" and all(torque_on.values()), torque_on
+    # the leader followed the mirror commands while its torque was on
+    assert released["reached"]["elbow_flex.pos"] == pytest.approx(
+        released["goal"]["elbow_flex.pos"], abs=0.02
+    )
+    assert released["reached"]["shoulder_pan.pos"] == pytest.approx(
+        released["start"]["shoulder_pan.pos"], abs=0.02
+    )
+    # disable_torque is immediate (the service answers once the bus thread has written the registers)
+    assert not any(torque_after.values()), torque_after
+    assert released["disable_s"] < 2.0
+    # ...and a released leader ignores commands
+    assert done["after"]["elbow_flex.pos"] == pytest.approx(released["reached"]["elbow_flex.pos"], abs=0.02)
+    assert "torque on: following joint_commands" in bus.output()
+    assert "torque off: free to move" in bus.output()

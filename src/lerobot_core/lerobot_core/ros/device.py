@@ -118,6 +118,30 @@ class BackgroundNode:
     def publisher(self, topic: str, msgtype: str, qos: str = "reliable", depth: int = 10):
         return self.node.create_publisher(message_class(msgtype), topic, qos_profile(qos, depth))
 
+    def service_client(self, name: str, srvtype: str):
+        """A client of service ``name`` (relative to this node's namespace), e.g. 'std_srvs/srv/SetBool'."""
+        package, _, type_name = srvtype.split("/")
+        try:
+            cls = getattr(importlib.import_module(f"{package}.srv"), type_name)
+        except (ImportError, AttributeError) as exc:
+            raise ImportError(f"service type {srvtype} is not importable: {exc}") from exc
+        return self.node.create_client(cls, name)
+
+    def call(self, client, request, timeout_s: float):
+        """The response of one call on ``client`` (served by this node's executor thread).
+
+        TimeoutError names the service when it is not there or does not answer within ``timeout_s``.
+        """
+        if not client.wait_for_service(timeout_sec=timeout_s):
+            raise TimeoutError(f"service {client.service_name} is not available (waited {timeout_s:g} s)")
+        future = client.call_async(request)
+        done = threading.Event()
+        future.add_done_callback(lambda _: done.set())
+        if not done.wait(timeout_s):
+            client.remove_pending_request(future)
+            raise TimeoutError(f"service {client.service_name} did not answer within {timeout_s:g} s")
+        return future.result()
+
     def latest(self, topic: str) -> Latest:
         with self._lock:
             slot = self._latest[topic]
