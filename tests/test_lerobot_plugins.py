@@ -752,3 +752,142 @@ def test_teleoperator_torque_through_the_read_only_leader_bus(side_venv, tmp_pat
     assert done["after"]["elbow_flex.pos"] == pytest.approx(released["reached"]["elbow_flex.pos"], abs=0.02)
     assert "torque on: following joint_commands" in bus.output()
     assert "torque off: free to move" in bus.output()
+
+
+def test_lerobot_record_equals_the_recorder_node_frame_for_frame(side_venv, tmp_path, ros_node):
+    """One lockstep run recorded twice: by lerobot-record through the plugins and by our recorder node,
+    from the same topics with the same contract (the plugin's sim preset).
+
+    The alignment: lerobot-record drives the lockstep sim (--robot.lockstep: each get_observation is the
+    next tick, each command is stamped with it; --teleop.lockstep: the scripted expert's answer to that
+    tick), so each of its frames is one sim tick; the recorder node is a required consumer of the sim (it
+    acknowledges each tick on sim/tick_ack), so it takes in every tick too. Its one long episode (stopped
+    with SIGINT after lerobot-record is done) holds LeRobot's episode as a contiguous run of frames.
+    Compared: observation.state and action exactly (float32 of the same float64 messages); the two
+    cameras' decoded videos within codec tolerance (both sides encode the same raw frames with H.264).
+    """
+    from lerobot_core.ros.testing import RosProcess
+    from lerobot_recorder.dataset.reader import DatasetReader
+
+    ours, theirs = tmp_path / "recorder_node", tmp_path / "lerobot_record"
+    with (
+        RosProcess(
+            "lerobot_sim",
+            "sim",
+            parameters={
+                "autostart": True,
+                "mode": "lockstep",
+                "required_consumers": ["recorder"],
+                "fps": 30.0,
+                "seed": 0,
+                "cameras": ["front", "wrist"],
+                "image_width": 320,
+                "image_height": 240,
+            },
+        ) as sim,
+        RosProcess(
+            "lerobot_sim",
+            "scripted_expert",
+            parameters={"fps": 30.0},
+            remappings={"joint_commands": "/leader/joint_states"},  # the expert is the leader arm
+        ),
+        RosProcess(
+            "lerobot_recorder",
+            "recorder",
+            name="recorder",
+            parameters={
+                "autostart": True,
+                "contract": str(SIM_PRESET),
+                "dataset_root": str(ours),
+                "num_episodes": 1,
+                "episode_time_s": 600.0,  # ended by SIGINT, which saves the episode in progress
+                "reset_time_s": 0.0,
+                "vcodec": "libx264",
+                "auto_record": True,
+                "exit_when_done": True,
+                "use_sim_time": True,
+                "tick_ack": True,
+            },
+        ) as recorder,
+    ):
+        # the recorder node begins its episode once every stream of the contract has spoken, and the
+        # action stream speaks with lerobot-record's first command: too late for the first ticks. So the
+        # test speaks first, with a command for a tick long past (stamp 1 ns), which the lockstep sim ignores
+        from builtin_interfaces.msg import Time
+        from sensor_msgs.msg import JointState
+
+        prime = ros_node.create_publisher(JointState, "/joint_commands", 10)
+        primer = JointState(name=JOINTS, position=[0.0] * len(JOINTS))
+        primer.header.stamp = Time(sec=0, nanosec=1)
+
+        def recording() -> bool:
+            prime.publish(primer)
+            return "recording episode 0" in recorder.output()
+
+        assert wait_until(recording, timeout=120, interval=0.2), (
+            f"sim:\n{sim.output()[-2000:]}\nrecorder:\n{recorder.output()[-2000:]}"
+        )
+        res = run_lerobot(
+            "lerobot-record",
+            [
+                "--robot.type=ros",
+                f"--robot.contract={SIM_PRESET}",  # no limits: what is sent is the teleop's action
+                "--robot.lockstep=true",
+                "--robot.connect_timeout_s=120",
+                *TELEOP_ARGS,
+                "--teleop.lockstep=true",
+                "--dataset.repo_id=local/ros_plugin_lockstep",
+                f"--dataset.root={theirs}",
+                "--dataset.single_task=Pick up the cube and lift it",
+                "--dataset.num_episodes=1",
+                "--dataset.episode_time_s=4",
+                "--dataset.reset_time_s=0",
+                "--dataset.push_to_hub=false",
+                "--dataset.vcodec=h264",
+                "--display_data=false",
+                "--play_sounds=false",
+            ],
+        )
+        assert res.returncode == 0, (
+            f"{res.stdout[-2000:]}\n{res.stderr[-6000:]}\nsim:\n{sim.output()[-2000:]}\n"
+            f"recorder:\n{recorder.output()[-2000:]}"
+        )
+        os.killpg(recorder.pid, signal.SIGINT)
+        assert recorder.proc.wait(timeout=60) == 0, recorder.output()[-3000:]
+    a, b = DatasetReader(theirs), DatasetReader(ours)
+    assert a.num_episodes == 1 and b.num_episodes == 1
+    fa, fb = a.episode(0), b.episode(0)
+    sa, aa = np.asarray(fa["observation.state"]), np.asarray(fa["action"])
+    sb, ab = np.asarray(fb["observation.state"]), np.asarray(fb["action"])
+    n = len(sa)
+    assert n >= 20, n  # 4 s of wall time at what lockstep allows on this machine
+
+    # the recorder node's frames are a run of lerobot-record's, frame for frame, bit for bit (state and
+    # action): find where its first frame sits (a still arm can repeat a frame, so try each candidate)
+    def run_from(i: int) -> int:
+        k = min(len(sb), n - i)
+        return k if np.array_equal(sa[i : i + k], sb[:k]) and np.array_equal(aa[i : i + k], ab[:k]) else 0
+
+    starts = [i for i in range(n) if run_from(i)]
+    assert starts, (
+        "no run of lerobot-record's frames equals the recorder node's",
+        sa[:3],
+        sb[:3],
+        aa[:3],
+        ab[:3],
+    )
+    d = starts[0]
+    common = run_from(d)
+    print("lerobot-record frames", n, "recorder node frames", len(sb), "offset", d, "equal", common)
+    # from LeRobot's first frame on (the primed recorder was recording before the first tick), to its last
+    # but one: the recorder node does not write the last tick, whose action stream never passes it (nothing
+    # is commanded after lerobot-record stops) before the SIGINT closes the episode
+    assert d == 0 and common >= n - 1, (d, common, n, len(sb))
+    assert np.ptp(sa, axis=0).max() > 0.01  # the arm moved: equal frames are not a still arm's
+    for key in ("observation.images.front", "observation.images.wrist"):
+        va = a.video_frames(key, 0)[d : d + common].astype(np.int16)
+        vb = b.video_frames(key, 0)[:common].astype(np.int16)
+        assert va.shape == vb.shape == (common, 240, 320, 3), (va.shape, vb.shape)
+        error = np.abs(va - vb).mean(axis=(1, 2, 3))
+        print(key, "mean abs error per frame: max", error.max(), "median", np.median(error))
+        assert error.max() < 4.0, error

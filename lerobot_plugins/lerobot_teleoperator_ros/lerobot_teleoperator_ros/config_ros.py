@@ -33,6 +33,10 @@ class RosTeleoperatorConfig(TeleoperatorConfig):
     domain_id: int | None = None
     connect_timeout_s: float = 10.0
     max_age_s: float = 0.5  # a leader message older than this is an error in get_action
+    # a leader that answers a lockstep sim's ticks (lerobot_sim scripted_expert, stamped with the tick):
+    # get_action waits for a message stamped later than the last one returned, instead of checking ages
+    lockstep: bool = False
+    lockstep_timeout_s: float = 10.0  # get_action fails when no newer leader message comes this long
     # active leader (HIL): mirror the follower by commanding the leader's bus node; relative to `namespace`
     command_topic: str = "leader/joint_commands"
     # torque of a read-only leader bus node (lerobot_drivers motor_bus, read_only:=true): std_srvs/SetBool,
@@ -70,7 +74,7 @@ class RosTeleoperatorConfig(TeleoperatorConfig):
             raise ValueError(
                 "--teleop.type=ros needs --teleop.contract=PATH or --teleop.topic=... --teleop.joints=[...]"
             )
-        for name in ("connect_timeout_s", "max_age_s", "service_timeout_s"):
+        for name in ("connect_timeout_s", "max_age_s", "service_timeout_s", "lockstep_timeout_s"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"--teleop.{name}={value}: must be a positive number of seconds")

@@ -20,7 +20,7 @@ import numpy as np
 from lerobot.teleoperators.teleoperator import Teleoperator
 from lerobot.utils.errors import DeviceAlreadyConnectedError, DeviceNotConnectedError
 
-from lerobot_core.ros.device import BackgroundNode, import_rclpy, message_class
+from lerobot_core.ros.device import BackgroundNode, import_rclpy, message_class, stamp_ns
 
 from .config_ros import RosTeleoperatorConfig
 
@@ -48,6 +48,7 @@ class RosTeleoperator(Teleoperator):
         self._mirroring = False
         self._torque_client = None  # SetBool client while the leader's bus node serves torque_enable
         self._torque_via_service: bool | None = None  # None: not asked yet
+        self._stamps: dict[str, int] = {}  # lockstep: stamps (ns) of the leader messages last returned
 
     @property
     def action_features(self) -> dict:
@@ -84,6 +85,7 @@ class RosTeleoperator(Teleoperator):
             node.close()
             raise
         self._node = node
+        self._stamps = {}
 
     def disconnect(self) -> None:
         if not self.is_connected:
@@ -97,12 +99,14 @@ class RosTeleoperator(Teleoperator):
     def get_action(self) -> dict:
         if not self.is_connected:
             raise DeviceNotConnectedError(f"{self} is not connected. Run `.connect()` first.")
+        if self.config.lockstep:
+            self._wait_for_newer_stamp()
         now = time.monotonic()
         pieces = []
         for src in self._sources:
             latest = self._node.latest(src.topic)
             age = now - latest.received
-            if age > self.config.max_age_s:
+            if not self.config.lockstep and age > self.config.max_age_s:
                 raise StaleLeaderError(
                     f"{self}: the latest message on {self._node.resolve(src.topic)} is {age:.3f} s old "
                     f"(max {self.config.max_age_s:g} s): the leader's driver stalled or stopped"
@@ -112,6 +116,26 @@ class RosTeleoperator(Teleoperator):
         # extract gives each topic's (field, joint) values; make_frame orders them and applies the units
         frame, _ = self.contract.make_frame({s.topic: p for s, p in zip(self._sources, pieces, strict=True)})
         return {n: float(v) for n, v in zip(self._names, frame["action"], strict=True)}
+
+    def _wait_for_newer_stamp(self) -> None:
+        """Lockstep: block until every leader topic has a message stamped later than the last returned."""
+        topics = [s.topic for s in self._sources]
+        deadline = time.monotonic() + self.config.lockstep_timeout_s
+        while True:
+            counts = self._node.counts()
+            stamps = {t: stamp_ns(self._node.latest(t).msg) for t in topics}
+            if all(stamps[t] > self._stamps.get(t, -1) for t in topics):
+                self._stamps = stamps
+                return
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise StaleLeaderError(
+                    f"{self}: --teleop.lockstep: no leader message newer than sim time "
+                    f"{max(self._stamps.values(), default=0) / 1e9:.3f} s on "
+                    f"{', '.join(self._node.resolve(t) for t in topics)} within "
+                    f"{self.config.lockstep_timeout_s:g} s: does the leader answer the sim's ticks?"
+                )
+            self._node.wait_newer({t: counts[t] for t in topics}, left)
 
     def send_feedback(self, feedback: dict) -> None:
         if not self.is_connected:

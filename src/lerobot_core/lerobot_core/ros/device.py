@@ -56,6 +56,12 @@ def message_class(msgtype: str):
         raise ImportError(f"{package}.msg has no message {name} (for {msgtype})") from None
 
 
+def stamp_ns(msg) -> int:
+    """A message's header stamp in nanoseconds (0 for a message without a header)."""
+    header = getattr(msg, "header", None)
+    return 0 if header is None else header.stamp.sec * 1_000_000_000 + header.stamp.nanosec
+
+
 @dataclass
 class Latest:
     """The newest message of one topic, when it arrived (time.monotonic) and how many so far."""
@@ -167,6 +173,14 @@ class BackgroundNode:
                 f"no message on {names} within {timeout_s:g} s (ROS_DOMAIN_ID="
                 f"{os.environ.get('ROS_DOMAIN_ID', '0')}): is the node publishing it running, on this "
                 "domain, and is the topic name right?"
+            )
+
+    def wait_newer(self, counts: dict[str, int], timeout_s: float) -> bool:
+        """Block until a topic of ``counts`` has a message newer than its count there (True), or
+        ``timeout_s`` passes (False)."""
+        with self._cond:
+            return self._cond.wait_for(
+                lambda: any(self._latest[t].count > n for t, n in counts.items()), timeout=timeout_s
             )
 
     def counts(self) -> dict[str, int]:
