@@ -138,7 +138,15 @@ class RosRobot(Robot):
         if not self.is_connected:
             raise DeviceNotConnectedError(f"{self} is not connected")
         node, self._node = self._node, None
-        self._publisher = None
+        publisher, self._publisher = self._publisher, None
+        # the last command may still be in flight: closing the node now would drop it (the lockstep sim
+        # would never see the tick's answer, a recorder never record it)
+        from rclpy.duration import Duration
+
+        if not publisher.wait_for_all_acked(Duration(seconds=1.0)):
+            logger.warning(
+                "%s: the last command on %s was not acknowledged in 1 s", self, publisher.topic_name
+            )
         node.close()
         logger.info("%s disconnected", self)
 
