@@ -5,7 +5,8 @@
     python scripts/closed_loop.py --demos 20 --steps 2000 --eval-episodes 20 --out outputs/closed_loop
 
 1. records --demos scripted-expert episodes with `lerobot-launch record_sim_so101` (lockstep, sim
-   time: the sim waits for the expert and the recorder, so no tick is dropped), seeds from 0;
+   time: the sim waits for the expert and the recorder, so no tick is dropped), seeds from 0; one demo
+   is one sim episode, from its reset to the step the cube is lifted (or the sim's step limit);
 2. trains ACT with LeRobot's own `lerobot-train` (scripts/lerobot_train_offline.py, run by the
    interpreter of a LeRobot 0.4.4 venv: --lerobot-python, default /work/lerobot-ref-venv/bin/python);
 3. evaluates every saved checkpoint (the learning curve), the scripted expert and a random policy with
@@ -36,15 +37,59 @@ def run(cmd: list[str], log: Path, env: dict | None = None) -> float:
     took = time.monotonic() - t0
     if code != 0:
         tail = "".join(open(log, errors="replace").readlines()[-20:])
-        raise SystemExit(f"closed_loop: {cmd[0]} failed with code {code} after {took:.0f} s; {log}:\n{tail}")
+        raise SystemExit(
+            f"{Path(sys.argv[0]).stem}: {cmd[0]} failed with code {code} after {took:.0f} s; {log}:\n{tail}"
+        )
     return took
+
+
+def dropped_ticks(log: Path) -> int:
+    """Ticks the recorder dropped, summed over the episodes it saved (0 if `log` does not exist)."""
+    if not log.exists():
+        return 0
+    lines = [line for line in open(log) if "dropped ticks" in line and "saved" in line]
+    return sum(int(line.split(" dropped ticks")[0].rsplit(" ", 1)[-1]) for line in lines)
+
+
+def train(args, dataset: Path, repo_id: str, policy: list[str], train_dir: Path, log: Path) -> float:
+    """LeRobot's `lerobot-train` on `dataset` into `train_dir` (--steps, --save-freq, --batch-size of
+    `args`); `policy` = the --policy.* arguments (a new policy's type and size, or --policy.path=...
+    to start from a pretrained one). Returns the wall time."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", WANDB_MODE="disabled")
+    threads = getattr(args, "threads", 0)
+    if threads:  # a small model's matmuls gain nothing from a second thread that waits for a busy core
+        env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+    cmd = [args.lerobot_python, str(ROOT / "scripts" / "lerobot_train_offline.py")]
+    cmd += [f"--dataset.repo_id={repo_id}", f"--dataset.root={dataset}", "--dataset.video_backend=pyav"]
+    cmd += policy
+    cmd += ["--policy.device=cpu", "--policy.push_to_hub=false"]
+    cmd += [
+        f"--batch_size={args.batch_size}",
+        f"--steps={args.steps}",
+        f"--save_freq={args.save_freq}",
+        "--log_freq=10",
+        f"--num_workers={getattr(args, 'num_workers', 0)}",
+        "--eval_freq=0",
+        "--wandb.enable=false",
+        f"--output_dir={train_dir}",
+    ]
+    return run(cmd, log, env=env)
+
+
+def train_log(log: Path) -> list[str]:
+    """The loss lines of a `lerobot-train` log, from "step:" on."""
+    lines = [line.strip() for line in open(log) if " loss:" in line]
+    return [line[line.find("step:") :] for line in lines]
 
 
 def evaluate(policy: str, args, out: Path, name: str) -> dict:
     path = out / f"eval_{name}.json"
     cmd = ["lerobot-sim-eval", "--env", "so101_cube", "--episodes", str(args.eval_episodes)]
     cmd += ["--policy", policy, "--output", str(path), "--seed", str(args.eval_seed)]
-    cmd += ["--image-size", str(args.image_size[0]), str(args.image_size[1])]
+    if getattr(args, "observation", "images") == "env_state":
+        cmd += ["--cameras"]  # none rendered: the policies read joints and the cube pose
+    else:
+        cmd += ["--image-size", str(args.image_size[0]), str(args.image_size[1])]
     if args.max_steps:
         cmd += ["--max-steps", str(args.max_steps)]
     took = run(cmd, out / f"eval_{name}.log")
@@ -57,8 +102,29 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=ROOT / "outputs" / "closed_loop")
     ap.add_argument("--demos", type=int, default=20, help="recorded scripted-expert episodes")
-    ap.add_argument("--episode-time", type=float, default=4.0, help="recorded episode length [s sim time]")
+    ap.add_argument(
+        "--episode-time",
+        type=float,
+        default=12.0,
+        help="longest demo [s sim time] (a demo is one sim episode; the sim ends its own by 300 steps = 10 s)",
+    )
+    ap.add_argument(
+        "--observation",
+        choices=("env_state", "images"),
+        default="env_state",
+        help="env_state: joints + the cube's pose (observation.environment_state), no camera: trains in "
+        "minutes on 2 CPU cores; images: joints + front and wrist cameras (a ResNet-18 from scratch)",
+    )
     ap.add_argument("--image-size", type=int, nargs=2, default=(96, 128), metavar=("H", "W"))
+    ap.add_argument("--lr", type=float, default=1e-4, help="learning rate (policy and backbone)")
+    ap.add_argument("--vae", action="store_true", help="ACT's VAE on (the scripted expert is unimodal)")
+    ap.add_argument(
+        "--threads",
+        type=int,
+        default=-1,
+        help="torch threads for training (-1: 1 for env_state, all for images)",
+    )
+    ap.add_argument("--num-workers", type=int, default=1, help="LeRobot data-loader worker processes")
     ap.add_argument("--steps", type=int, default=2000, help="training steps")
     ap.add_argument(
         "--save-freq", type=int, default=500, help="checkpoint (and learning-curve point) every N steps"
@@ -71,6 +137,8 @@ def main() -> int:
     ap.add_argument("--lerobot-python", default="/work/lerobot-ref-venv/bin/python")
     ap.add_argument("--keep", action="store_true", help="reuse an existing dataset / training in --out")
     args = ap.parse_args()
+    if args.threads < 0:
+        args.threads = 1 if args.observation == "env_state" else 0
     out = args.out.absolute()
     if out.exists() and not args.keep:
         shutil.rmtree(out)
@@ -89,23 +157,19 @@ def main() -> int:
                 f"num_episodes:={args.demos}",
                 f"episode_time_s:={args.episode_time}",
                 "reset_time_s:=0.0",
-                f"image_height:={h}",
-                f"image_width:={w}",
+                *(
+                    ["contract:=so101_sim_env_state_contract", "cameras:=['']"]
+                    if args.observation == "env_state"
+                    else [f"image_height:={h}", f"image_width:={w}"]
+                ),
             ],
             out / "record.log",
         )
         metrics["record_s"] = rec_s
     info = json.loads((dataset / "meta" / "info.json").read_text())
-    dropped = (
-        [line for line in open(out / "record.log") if "dropped ticks" in line]
-        if (out / "record.log").exists()
-        else []
-    )
     metrics["demos"] = info["total_episodes"]
     metrics["demo_frames"] = info["total_frames"]
-    metrics["record_dropped_ticks"] = sum(
-        int(line.split(" dropped ticks")[0].rsplit(" ", 1)[-1]) for line in dropped if "saved" in line
-    )
+    metrics["record_dropped_ticks"] = dropped_ticks(out / "record.log")
     print(
         f"demos: {metrics['demos']} episodes, {metrics['demo_frames']} frames, "
         f"{metrics['record_dropped_ticks']} dropped ticks",
@@ -117,34 +181,14 @@ def main() -> int:
     if not (train_dir / "checkpoints").exists():
         if train_dir.exists():
             shutil.rmtree(train_dir)
-        env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", WANDB_MODE="disabled")
-        cmd = [args.lerobot_python, str(ROOT / "scripts" / "lerobot_train_offline.py")]
-        cmd += [
-            "--dataset.repo_id=local/closed_loop",
-            f"--dataset.root={dataset}",
-            "--dataset.video_backend=pyav",
-            "--policy.type=act",
-            "--policy.device=cpu",
-            "--policy.pretrained_backbone_weights=null",
-            "--policy.push_to_hub=false",
-            f"--policy.chunk_size={args.chunk_size}",
-            f"--policy.n_action_steps={args.chunk_size}",
-            "--policy.dim_model=128",
-            "--policy.dim_feedforward=512",
-            "--policy.n_encoder_layers=2",
-            "--policy.n_decoder_layers=1",
-            f"--batch_size={args.batch_size}",
-            f"--steps={args.steps}",
-            f"--save_freq={args.save_freq}",
-            "--log_freq=10",
-            "--num_workers=0",
-            "--eval_freq=0",
-            "--wandb.enable=false",
-            f"--output_dir={train_dir}",
-        ]
-        metrics["train_s"] = run(cmd, out / "train.log", env=env)
-    losses = [line.strip() for line in open(out / "train.log") if " loss:" in line]
-    metrics["train_log"] = [line[line.find("step:") :] for line in losses]
+        policy = ["--policy.type=act", "--policy.pretrained_backbone_weights=null"]
+        policy += [f"--policy.chunk_size={args.chunk_size}", f"--policy.n_action_steps={args.chunk_size}"]
+        policy += ["--policy.dim_model=128", "--policy.dim_feedforward=512"]
+        policy += ["--policy.n_encoder_layers=2", "--policy.n_decoder_layers=1"]
+        policy += [f"--policy.use_vae={str(args.vae).lower()}", f"--policy.optimizer_lr={args.lr}"]
+        policy += [f"--policy.optimizer_lr_backbone={args.lr}"]
+        metrics["train_s"] = train(args, dataset, "local/closed_loop", policy, train_dir, out / "train.log")
+    metrics["train_log"] = train_log(out / "train.log")
     print(f"training: {args.steps} steps in {metrics.get('train_s', float('nan')):.0f} s", flush=True)
 
     # 3. evaluate through ROS on seeds never used for demos

@@ -36,8 +36,11 @@ def decode_video_frames_pyav(video_path, timestamps, tolerance_s, backend=None):
     with av.open(str(video_path)) as container:
         stream = container.streams.video[0]
         base = float(stream.time_base)
-        # seek lands on the key frame at or before `first`; decode forward from there
-        container.seek(int(max(first - 0.5, 0.0) / base), stream=stream, backward=True, any_frame=False)
+        # seek lands on the key frame at or before `first` (a tolerance earlier, for pts rounding);
+        # decode forward from there: with LeRobot's g=2 that is at most one frame before `first`
+        container.seek(
+            int(max(first - tolerance_s, 0.0) / base), stream=stream, backward=True, any_frame=False
+        )
         for frame in container.decode(stream):
             ts = frame.pts * base
             if ts < first - tolerance_s:

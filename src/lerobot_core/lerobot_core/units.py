@@ -72,3 +72,8 @@ def degrees_to_ticks(value: float, lo: float, hi: float, resolution: int) -> flo
 def ticks_to_radians(raw: float, lo: float, hi: float, resolution: int) -> float:
     """Encoder ticks -> radians from the middle of ``[lo, hi]`` (the driver's joint_states zero)."""
     return ticks_to_degrees(raw, lo, hi, resolution) * RADIANS_PER_DEGREE
+
+
+def radians_to_ticks(value: float, lo: float, hi: float, resolution: int) -> float:
+    """Inverse of :func:`ticks_to_radians` (not rounded)."""
+    return degrees_to_ticks(value * DEGREES_PER_RADIAN, lo, hi, resolution)

@@ -1,25 +1,12 @@
-"""LeRobot calibration files and normalisation (ROS-free).
+"""Servo ticks <-> LeRobot units <-> radians for one robot's motors (:class:`Normalizer`).
 
-File format (what LeRobot writes with draccus, one entry per motor)::
-
-    {"shoulder_pan": {"id": 1, "drive_mode": 0, "homing_offset": -1406, "range_min": 721, "range_max": 3395}, ...}
-
-Location: ``$HF_LEROBOT_CALIBRATION/<robots|teleoperators>/<type name>/<robot id>.json`` where
-``HF_LEROBOT_CALIBRATION`` defaults to ``$HF_LEROBOT_HOME/calibration`` and ``HF_LEROBOT_HOME``
-to ``$HF_HOME/lerobot`` (``HF_HOME`` defaults to ``~/.cache/huggingface``). The type folder is
-the LeRobot class name (``so_follower``, ``so_leader``, ``koch_follower``...); older releases
-used ``so101_follower`` etc., which :func:`find_calibration_file` also searches.
-
-Normalisation is LeRobot's, value for value (the formulas are :mod:`lerobot_core.units`):
-
-* RANGE_M100_100: clamp raw to [min, max], ``(raw - min) / (max - min) * 200 - 100``, negated when
-  the bus applies drive modes (Feetech) and ``drive_mode`` is 1;
-* RANGE_0_100: ``(raw - min) / (max - min) * 100`` (``100 - x`` with drive mode);
-* DEGREES: ``(raw - mid) * 360 / (resolution - 1)``, ``mid = (min + max) / 2`` (no clamp, no drive mode).
-
-The inverse truncates with ``int()`` as LeRobot does. ROS JointState positions are radians:
-LeRobot's DEGREES value converted to radians (zero at mid-range, as the URDF's zero pose), negated
-for an inverted drive mode on Feetech buses.
+The calibration files themselves (format, location, reading, writing) are
+:mod:`lerobot_core.calibration`, re-exported here; every formula is :mod:`lerobot_core.units`.
+What this module adds is the bus side: LeRobot's clamp of raw ticks to the calibrated range before
+RANGE_M100_100 / RANGE_0_100 (not for DEGREES), the drive-mode inversion on buses that do not keep
+the drive mode in the servo (Feetech), and ``int()`` truncation on the way back to ticks, as LeRobot
+does. ROS JointState positions are radians: LeRobot's DEGREES value in radians, zero at mid-range
+(the URDF's zero pose).
 """
 
 from __future__ import annotations
@@ -99,14 +86,14 @@ class Normalizer:
 
     def to_radians(self, name: str, raw: float) -> float:
         c = self.calibration[name]
-        rad = (raw - (c.range_min + c.range_max) / 2) / self.ticks_per_rad(name)
+        rad = units.ticks_to_radians(raw, c.range_min, c.range_max, self.resolutions[name])
         return -rad if self._inverted(name) else rad
 
     def from_radians(self, name: str, rad: float) -> int:
         """Radians -> raw goal ticks, clamped to the calibrated range (never outside it)."""
         c = self.calibration[name]
         rad = -rad if self._inverted(name) else rad
-        raw = round(rad * self.ticks_per_rad(name) + (c.range_min + c.range_max) / 2)
+        raw = round(units.radians_to_ticks(rad, c.range_min, c.range_max, self.resolutions[name]))
         return int(min(c.range_max, max(c.range_min, raw)))
 
     def velocity_to_rad_s(self, name: str, raw_velocity: float, unit_rad_s: float) -> float:

@@ -27,6 +27,7 @@ import numpy as np
 from lerobot_core.contract import IMAGE_PREFIX, JOINT_STATE, Contract, ImageSource
 
 STATE = "observation.state"
+ENV_STATE = "observation.environment_state"
 ACTION = "action"
 LEROBOT_DEFAULT_UNITS = "normalized"  # what a LeRobot-recorded SO-100/101 dataset holds (use_degrees=False)
 
@@ -64,6 +65,10 @@ class Deployment:
     image_sources: dict[str, ImageSource] = field(default_factory=dict)  # message type, encoding
     task_text: str | None = None  # the contract's task (fixed text, or the default of its topic)
     task_topic: str | None = None
+    # observation.environment_state: (topic, message type, number of values), as recorded; the node
+    # extracts it with the contract itself (lerobot_core.contract), so the values match the dataset's
+    env_state: tuple[str, str, int] | None = None
+    contract: Contract | None = None
 
 
 def _strip(name: str) -> str:
@@ -105,7 +110,21 @@ def from_contract(contract: Contract) -> Deployment:
             f"{contract.source}: features.{STATE}: the policy node reads one sensor_msgs/JointState "
             f"topic, got {[(s.topic, s.msgtype) for s in sources]}"
         )
+    env_state = None
+    env_sources = contract.vectors.get(ENV_STATE)
+    if env_sources:
+        if len(env_sources) != 1:
+            raise DeploymentError(
+                f"{contract.source}: features.{ENV_STATE}: the policy node reads one topic for it, got "
+                f"{[s.topic for s in env_sources]}"
+            )
+        src = env_sources[0]
+        if not src.joints:
+            raise DeploymentError(f"{contract.source}: features.{ENV_STATE}: list its 'joints' to deploy")
+        env_state = (src.topic, src.msgtype, len(src.names()))
     return Deployment(
+        env_state=env_state,
+        contract=contract,
         fps=contract.fps,
         state_topic=sources[0].topic,
         state=state,
@@ -175,7 +194,17 @@ def check_checkpoint(
                     f"{where}: input {key} is not a feature of the contract ({deployment.source}), which "
                     f"has {sorted(deployment.image_topics) or 'no images'}"
                 )
-        elif key != "observation.environment_state":
+        elif key == ENV_STATE:
+            if deployment.env_state is None:
+                raise DeploymentError(
+                    f"{where}: input {ENV_STATE} is not a feature of the contract ({deployment.source})"
+                )
+            if feature.shape[0] != deployment.env_state[2]:
+                raise DeploymentError(
+                    f"{where}: {ENV_STATE} has shape {tuple(feature.shape)} but the contract "
+                    f"({deployment.source}) gives {deployment.env_state[2]} values from {deployment.env_state[0]}"
+                )
+        else:
             raise DeploymentError(f"{where}: input {key} cannot be fed from a contract ({deployment.source})")
     if pc.action_dim != len(deployment.action.joints):
         raise DeploymentError(

@@ -21,6 +21,7 @@ from lerobot_core.alignment import Aligner, DroppedTick, StreamSpec
 from lerobot_core.topics import camera_name  # noqa: F401 (the policy's image keys name the camera topics)
 
 STATE_KEY = "observation.state"
+ENV_STATE_KEY = "observation.environment_state"
 JOINTS_STREAM = "joints"
 
 
@@ -58,6 +59,7 @@ class ObservationSpec:
     deg: bool = False  # the policy works in degrees, ROS in radians
     # per joint, policy = rad * scale + offset (a contract's units: lerobot_core.units); None = deg above
     state_affine: tuple[np.ndarray, np.ndarray] | None = None
+    env_state_dim: int = 0  # observation.environment_state values (0: the policy takes none)
 
 
 class ObservationBuilder:
@@ -68,6 +70,8 @@ class ObservationBuilder:
         self._latest = np.full(len(spec.state_names), np.nan)
         streams = [StreamSpec(JOINTS_STREAM, policy="hold", max_staleness_s=spec.max_age_s)]
         streams += [StreamSpec(k, policy="hold", max_staleness_s=spec.max_age_s) for k in spec.image_shapes]
+        if spec.env_state_dim:
+            streams.append(StreamSpec(ENV_STATE_KEY, policy="hold", max_staleness_s=spec.max_age_s))
         self.aligner = Aligner(fps=spec.fps, streams=streams, latency_margin_s=0.0, history_s=2.0)
         self._lock = threading.Lock()  # callbacks push while the control/inference threads sample
 
@@ -90,6 +94,16 @@ class ObservationBuilder:
     def push_image(self, key: str, rgb: np.ndarray, stamp_ns: int) -> None:
         with self._lock:
             self.aligner.push(key, rgb, stamp_ns=stamp_ns)
+
+    def push_env_state(self, values: np.ndarray, stamp_ns: int) -> None:
+        """observation.environment_state as the contract extracted it (e.g. an object's pose)."""
+        values = np.asarray(values, dtype=np.float64)
+        if values.shape != (self.spec.env_state_dim,):
+            raise ValueError(
+                f"{ENV_STATE_KEY}: {values.shape[0]} values, the policy takes {self.spec.env_state_dim}"
+            )
+        with self._lock:
+            self.aligner.push(ENV_STATE_KEY, values, stamp_ns=stamp_ns)
 
     def latest_joints(self) -> np.ndarray | None:
         with self._lock:
@@ -115,6 +129,8 @@ class ObservationBuilder:
         elif self.spec.deg:
             state = state * units.DEGREES_PER_RADIAN
         batch: dict = {STATE_KEY: state.astype(np.float32)[None]}
+        if self.spec.env_state_dim:
+            batch[ENV_STATE_KEY] = np.asarray(values[ENV_STATE_KEY], dtype=np.float32)[None]
         for key, shape in self.spec.image_shapes.items():
             batch[key] = rgb_to_chw_float(values[key], shape)[None]
         if task is not None:

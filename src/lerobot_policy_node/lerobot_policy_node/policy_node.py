@@ -34,6 +34,7 @@ from lerobot_core.contract.extraction import decode_image
 from lerobot_core.image_conversion import image_msg_to_rgb
 from lerobot_core.robots import SO_JOINTS, get_robot_spec
 from lerobot_core.ros import qos
+from lerobot_core.ros.device import message_class
 from lerobot_core.ros.node import autostart_timer, run_node
 from lerobot_core.ros.params import declare
 from lerobot_core.time import NS_PER_S, ns_to_stamp, stamp_to_ns
@@ -324,6 +325,7 @@ class PolicyNode(LifecycleNode):
                     max_age_s=self.cfg.max_observation_age_s,
                     deg=self.cfg.joint_units == "deg",
                     state_affine=(deployment.state.scale, deployment.state.offset) if deployment else None,
+                    env_state_dim=self._env_state_dim(pc, deployment),
                 )
             )
             controller = PolicyController(
@@ -391,6 +393,13 @@ class PolicyNode(LifecycleNode):
             self._subs.append(
                 self.create_subscription(
                     msg_type, topic, lambda m, k=key, s=src: self._on_image(k, m, s), qos.SENSOR
+                )
+            )
+        if d and d.env_state and "observation.environment_state" in self.policy.config.input_features:
+            topic, msgtype, _ = d.env_state
+            self._subs.append(
+                self.create_subscription(
+                    message_class(msgtype), topic, lambda m, t=topic: self._on_env_state(t, m), QOS_JOINTS
                 )
             )
         if d and d.task_topic and not self.cfg.task_topic:  # the contract's task topic, as recorded
@@ -474,6 +483,30 @@ class PolicyNode(LifecycleNode):
             self.get_logger().error(f"camera {key}: {exc}", throttle_duration_sec=5.0)
             return
         self.controller.obs.push_image(key, rgb, stamp_to_ns(msg.header.stamp))
+
+    def _on_env_state(self, topic: str, msg) -> None:
+        if self.controller is None:
+            return
+        try:
+            values, stamp_ns, _ = self.deployment.contract.extract(topic, msg)
+            self.controller.obs.push_env_state(
+                values, stamp_ns if stamp_ns is not None else self.get_clock().now().nanoseconds
+            )
+        except ValueError as exc:
+            self.get_logger().error(f"observation.environment_state: {exc}", throttle_duration_sec=5.0)
+
+    @staticmethod
+    def _env_state_dim(pc, deployment) -> int:
+        """The checkpoint's observation.environment_state size; it needs a contract that names its topic."""
+        feature = pc.input_features.get("observation.environment_state")
+        if feature is None:
+            return 0
+        if deployment is None or deployment.env_state is None:
+            raise ValueError(
+                "the policy takes observation.environment_state: deploy it with contract:= naming that "
+                "feature's topic (e.g. lerobot_bringup/config/so101_sim_env_state_contract.yaml)"
+            )
+        return int(feature.shape[0])
 
     def _on_task(self, msg: String) -> None:
         self.task = msg.data

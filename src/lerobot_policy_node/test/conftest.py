@@ -5,6 +5,7 @@ import pytest
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 ACT_SMALL = FIXTURES / "act_small" / "pretrained_model"
+ACT_ENV_STATE = FIXTURES / "act_env_state" / "pretrained_model"  # state + environment_state, no camera
 
 
 @pytest.fixture(scope="session")

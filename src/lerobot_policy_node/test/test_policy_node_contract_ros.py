@@ -162,3 +162,74 @@ def test_radians_contract_against_a_normalized_checkpoint_fails_naming_the_featu
         )
     err = [s for s in status.messages if s.state == PolicyStatus.STATE_ERROR][-1].message
     assert "observation.state" in err and "'normalized'" in err and "'radians'" in err, err
+
+
+CUBE_TOPIC = "/sim/cube_pose"
+CUBE = np.array([0.21, -0.04, 0.0125, 0.96, 0.0, 0.0, -0.27])
+
+
+def env_state_contract(tmp_path, with_pose=True):
+    features = {
+        "observation.state": {"topic": STATE_TOPIC, "joints": JOINTS},
+        "action": {"topic": "/leader/joint_states", "joints": JOINTS},
+    }
+    if with_pose:
+        features["observation.environment_state"] = {
+            "topic": CUBE_TOPIC,
+            "type": "geometry_msgs/msg/PoseStamped",
+            "prefix": "cube.",
+        }
+    path = tmp_path / f"env_state_{with_pose}.yaml"
+    path.write_text(yaml.safe_dump({"fps": 30, "task": "pick", "units": "radians", "features": features}))
+    return path
+
+
+def test_environment_state_checkpoint_reads_the_pose_topic_of_the_contract(ros_node, tmp_path):
+    """A state + environment_state ACT (no camera) deployed on a contract whose environment_state is a
+    PoseStamped: the node's chunk is the runtime policy's for that pose; without the pose it is not."""
+    from geometry_msgs.msg import PoseStamped
+
+    from .conftest import ACT_ENV_STATE
+
+    contract = env_state_contract(tmp_path)
+    js_pub = ros_node.create_publisher(JointState, STATE_TOPIC, 10)
+    pose_pub = ros_node.create_publisher(PoseStamped, CUBE_TOPIC, 10)
+
+    def tick():
+        stamp = ros_node.get_clock().now().to_msg()
+        js = JointState(name=JOINTS, position=RAD.tolist())
+        js.header.stamp = stamp
+        pose = PoseStamped()
+        pose.header.stamp = stamp
+        p, o = pose.pose.position, pose.pose.orientation
+        p.x, p.y, p.z, o.w, o.x, o.y, o.z = (float(v) for v in CUBE)
+        js_pub.publish(js)
+        pose_pub.publish(pose)
+
+    chunks = MessageCollector(ros_node, ActionChunk, "policy/action_chunk")
+    timer = ros_node.create_timer(1 / 50, tick)
+    try:
+        with RosProcess("lerobot_policy_node", "policy", parameters=params(ACT_ENV_STATE, contract)) as node:
+            assert wait_until(lambda: len(chunks.messages) >= 1, 60), node.output()
+    finally:
+        timer.cancel()
+    policy = load_policy(str(ACT_ENV_STATE))
+    obs = {"observation.state": RAD[None].astype(np.float32), "observation.environment_state": CUBE[None]}
+    expected = np.asarray(policy.predict_action_chunk(obs))[0]
+    got = np.array([p.positions for p in chunks.messages[0].trajectory.points])
+    np.testing.assert_allclose(got, expected, atol=1e-5)
+    no_pose = dict(obs, **{"observation.environment_state": np.zeros((1, 7))})
+    assert np.abs(np.asarray(policy.predict_action_chunk(no_pose))[0] - got).max() > 1e-3
+
+
+def test_environment_state_checkpoint_on_a_contract_without_it_fails_naming_the_feature(ros_node, tmp_path):
+    from .conftest import ACT_ENV_STATE
+
+    status = MessageCollector(ros_node, PolicyStatus, "policy/status", qos=STATUS_QOS)
+    contract = env_state_contract(tmp_path, with_pose=False)
+    with RosProcess("lerobot_policy_node", "policy", parameters=params(ACT_ENV_STATE, contract)) as node:
+        assert wait_until(lambda: any(s.state == PolicyStatus.STATE_ERROR for s in status.messages), 30), (
+            node.output()
+        )
+    err = [s for s in status.messages if s.state == PolicyStatus.STATE_ERROR][-1].message
+    assert "observation.environment_state is not a feature of the contract" in err, err

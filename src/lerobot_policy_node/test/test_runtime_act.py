@@ -185,3 +185,19 @@ def test_unsupported_processor_step_is_named(ckpt_copy):
     path.write_text(json.dumps(data))
     with pytest.raises(PolicyLoadError, match="tokenizer_processor"):
         load_policy(ckpt_copy, backend="native")
+
+
+def test_act_with_environment_state_matches_lerobot():
+    """No camera, observation.environment_state as a second 1-D token (the closed loop's privileged-state
+    policy): the chunk equals LeRobot's for the same inputs, and the environment state matters."""
+    from .conftest import ACT_ENV_STATE
+
+    policy = load_policy(ACT_ENV_STATE)
+    ref = np.load(ACT_ENV_STATE.parent / "reference.npz")
+    obs = {k[4:]: ref[k] for k in ref.files if k.startswith("obs.")}
+    assert not policy.config.image_features
+    assert policy.config.input_features["observation.environment_state"].shape == (7,)
+    chunk = policy.predict_action_chunk(obs)
+    assert np.abs(chunk - ref["action_chunk"]).max() <= 1e-4, np.abs(chunk - ref["action_chunk"]).max()
+    moved = dict(obs, **{"observation.environment_state": obs["observation.environment_state"] + 0.1})
+    assert np.abs(policy.predict_action_chunk(moved) - chunk).max() > 1e-3

@@ -270,3 +270,57 @@ class EpisodeController:
 
     def with_config(self, **changes) -> EpisodeConfig:
         return replace(self.config, **changes)
+
+
+# what delimits a recorded episode: the episode clock (episode_time_s) or the simulation's own episodes
+EPISODE_BOUNDARIES = ("time", "sim")
+BEGIN, END = "begin", "end"
+
+
+def check_episode_boundaries(value: str) -> str:
+    if value not in EPISODE_BOUNDARIES:
+        raise EpisodeError(
+            f"parameter 'episode_boundaries' must be one of {EPISODE_BOUNDARIES}, got {value!r}"
+        )
+    return value
+
+
+class SimEpisodes:
+    """The simulation's episodes, followed on its per-step ``EpisodeInfo`` (``sim/episode_info``).
+
+    The sim stamps a step's episode info like the step's observations (and publishes it last), so a
+    sample stamped at or before :attr:`newest_ns` can be placed: it belongs to the sim episode that
+    began at :attr:`start_ns` when it is not older than that. :meth:`update` says where a sim episode
+    begins (its step 0, the reset's observation) and where it ends (the step reported terminated or
+    truncated, itself part of the episode). Repeats (a lockstep keep-alive re-publishes the same
+    step) and stale messages are ignored.
+    """
+
+    def __init__(self):
+        self.newest_ns = -1  # stamp of the newest episode info taken in
+        self.episode_index = -1  # the sim episode under way
+        self.start_ns: int | None = None  # stamp of its step 0 (None: it began before we saw it)
+        self.step = -1
+        self.done = False
+
+    def update(self, stamp_ns: int, episode_index: int, step: int, done: bool) -> list[tuple[str, int]]:
+        """[(BEGIN, stamp)] on a new episode's step 0, [(END, stamp)] on its done step, else []."""
+        stamp_ns = int(stamp_ns)
+        if stamp_ns <= self.newest_ns:
+            return []
+        self.newest_ns = stamp_ns
+        events = []
+        if int(step) == 0:
+            self.start_ns = stamp_ns
+            events.append((BEGIN, stamp_ns))
+        elif int(episode_index) != self.episode_index:
+            self.start_ns = None  # joined mid-episode: its start was not seen
+        self.episode_index, self.step, self.done = int(episode_index), int(step), bool(done)
+        if self.done:
+            events.append((END, stamp_ns))
+        return events
+
+    @property
+    def at_start(self) -> bool:
+        """The sim episode under way is at its first tick (its reset observation), seen here."""
+        return self.start_ns is not None and self.step == 0 and not self.done

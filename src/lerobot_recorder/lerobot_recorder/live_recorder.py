@@ -37,7 +37,17 @@ from lerobot_core.contract import CONTROL_STATUS, IMAGE_TYPES, LATCHED_TYPES, Co
 
 from .dataset import DatasetError, DatasetWriter
 from .dataset import format as dsfmt
-from .episode_control import Effect, EpisodeConfig, EpisodeController, EpisodeError, State
+from .episode_control import (
+    BEGIN,
+    END,
+    Effect,
+    EpisodeConfig,
+    EpisodeController,
+    EpisodeError,
+    SimEpisodes,
+    State,
+    check_episode_boundaries,
+)
 from .rate_audit import AuditSpec, RateAudit, StreamHealth
 from .raw_bag import RawBagError, RawRecording, ThreadedBagWriter
 
@@ -76,6 +86,10 @@ class LiveConfig:
     audit_window_s: float = 1.0
     max_ingest_mb: float = 512.0
     streams: tuple[str, ...] = ()  # record only these contract streams/features (empty = all)
+    # "time": an episode is episode_time_s long; "sim": it is one sim episode (reset .. done, as the
+    # sim reports on episode_info_topic), episode_time_s then caps it
+    episode_boundaries: str = "time"
+    episode_info_topic: str = "/sim/episode_info"
 
     @property
     def raw_root(self) -> Path:
@@ -122,12 +136,16 @@ class _Episode:
 
     index: int  # its index in the dataset (and of its raw bag)
     aligner: Aligner
-    t_begin_ns: int  # node clock at the start: its data window opens here
+    t_begin_ns: (
+        int | None
+    )  # node clock at the start: its data window opens here (None: not yet, sim boundaries)
     bag: ThreadedBagWriter | None = None
     frames: int = 0  # ticks written
     t_stop_ns: int | None = None  # node clock at the stop: its data window closes here
     closing_until: float | None = None  # monotonic deadline of the stop's latency margin
     passed_stop: set[str] = field(default_factory=set)  # streams with a sample past the stop
+    sim_done_ns: int | None = None  # sim boundaries: stamp of the sim episode's done step (the stop)
+    end_ns: int | None = None  # the last tick the aligner settles (None: its newest common sample)
 
     def settled(self, now: float, required: set[str]) -> bool:
         """Stopped, and done waiting: the margin ran out or every required stream passed the stop."""
@@ -225,6 +243,13 @@ class LiveRecorder:
         self._on_taken = on_taken
         self._taken: dict[str, int] = {}
         self._acked_ns = -1
+        check_episode_boundaries(cfg.episode_boundaries)
+        # sim boundaries: stamped samples wait in _held until the sim's episode info places them
+        self._sim = SimEpisodes() if cfg.episode_boundaries == "sim" else None
+        self._info_topic = cfg.episode_info_topic
+        self._held: list[tuple[str, bytes, int, int]] = []
+        self._placed_ns = -1  # newest stamp of a sample taken into an episode or dropped
+        self._releasing = False
         self.root = Path(cfg.dataset_root).expanduser().absolute()
         self.kind = check_dataset_root(self.root, cfg.resume, cfg.mode)
         self.raw = RawRecording(cfg.raw_root) if cfg.mode in ("raw", "both") else None
@@ -280,6 +305,14 @@ class LiveRecorder:
             for t, st in self.contract.streams.items()
             if st.required and st.msgtype not in LATCHED_TYPES and st.timeline != RECEIVE
         }
+        if self._sim is not None:
+            # lockstep: the sim steps on only once the recorder has its step's episode info too
+            self._ack_topics.add(self._info_topic)
+            self._held_topics = {
+                t
+                for t, st in self.contract.streams.items()
+                if st.timeline != RECEIVE and st.msgtype not in LATCHED_TYPES
+            }
         self._stamp_only = (
             {t for t, st in self.contract.streams.items() if st.msgtype in IMAGE_TYPES}
             if cfg.mode == "raw"
@@ -383,8 +416,9 @@ class LiveRecorder:
     def ingest(self, topic: str, data: bytes, receive_ns: int) -> None:
         """From a subscription callback: queue the serialized message; never blocks on I/O."""
         now = self._mono()
-        with self._audit_lock:
-            self._audit.note(topic, now)
+        if topic in self._streams:  # (the sim's episode info is not a recorded stream)
+            with self._audit_lock:
+                self._audit.note(topic, now)
         n = len(data)
         with self._qlock:
             self._queue.append((topic, data, receive_ns))
@@ -468,6 +502,10 @@ class LiveRecorder:
             self._update_snapshot()
         if self._episode is not None and self._episode.settled(self._mono(), self._required_topics):
             self._complete_closing()
+        if self._sim is not None:
+            self._release()
+            if self._episode is not None and self._episode.t_begin_ns is None:
+                self._controller.restart_phase(self._mono())  # the cap counts from the sim's reset
         if self._controller.state not in (State.FINALIZED, State.ERROR, State.UNCONFIGURED):
             self._apply(self._controller.tick(self._mono()))
         now = self._mono()
@@ -491,40 +529,10 @@ class LiveRecorder:
                     self._taken[topic] = max(self._taken.get(topic, -1), cdr_header_stamp(data))
                 except ValueError:
                     pass
-            ep = self._episode
-            if ep is not None:
-                try:
-                    if topic in self._stamp_only:
-                        # raw mode: an image's pixels are not needed, only its header stamp
-                        value, stamp, r = None, cdr_header_stamp(data), recv
-                    else:
-                        msg = self._decode(topic, data)
-                        value, stamp, r = self._resolved.extract(topic, msg, None, recv)
-                    # the episode is [start, stop] on each stream's own timeline: samples taken
-                    # before the start request or after the stop request are not part of it
-                    t = r if self._timeline[topic] == RECEIVE or stamp is None else stamp
-                    if t < ep.t_begin_ns:
-                        continue
-                    if ep.t_stop_ns is not None and t > ep.t_stop_ns:
-                        ep.passed_stop.add(topic)  # this stream has nothing more for the episode
-                        continue
-                    ep.aligner.push(topic, value, stamp_ns=stamp, receive_ns=r)
-                except ValueError as exc:
-                    self._bad_message(topic, exc)
-                    continue
-                if ep.bag is not None:
-                    ep.bag.put(topic, recv, data, stamp)
-                # Settle ticks on the receive clock, message by message: exactly the rule bag import
-                # applies to the same messages (log time = receive time), so both give the same frames.
-                now_ns = recv
-                if ep.t_stop_ns is not None:
-                    # once stopped, a sample received late must not settle ticks past the stop: the
-                    # episode ends there (the rest is settled by finish() from the data it has)
-                    now_ns = min(now_ns, ep.t_stop_ns + ep.aligner.latency_margin_ns)
-                error = self._write_frames(ep, ep.aligner.pop_ready(now_ns=now_ns))
-                if error:
-                    self._fail_episode(error)
-                    return
+            if self._sim is not None and self._route_sim(topic, data, recv):
+                pass
+            elif not self._take(topic, data, recv):
+                return
             if self._mono() > t_end:
                 break
         self._acknowledge()
@@ -536,10 +544,162 @@ class LiveRecorder:
                 f"(> {self.cfg.max_ingest_mb:g} MB waiting): {dict((k, v) for k, v in self._ingest_dropped.items() if v)}"
             )
 
+    def _take(self, topic: str, data: bytes, recv: int) -> bool:
+        """One sample into the episode being recorded (if any); False when the episode failed."""
+        ep = self._episode
+        if ep is None or ep.t_begin_ns is None:
+            return True
+        try:
+            if topic in self._stamp_only:
+                # raw mode: an image's pixels are not needed, only its header stamp
+                value, stamp, r = None, cdr_header_stamp(data), recv
+            else:
+                msg = self._decode(topic, data)
+                value, stamp, r = self._resolved.extract(topic, msg, None, recv)
+            # the episode is [start, stop] on each stream's own timeline: samples taken
+            # before the start request or after the stop request are not part of it
+            t = r if self._timeline[topic] == RECEIVE or stamp is None else stamp
+            if t < ep.t_begin_ns:
+                return True
+            if ep.t_stop_ns is not None and t > ep.t_stop_ns:
+                ep.passed_stop.add(topic)  # this stream has nothing more for the episode
+                return True
+            ep.aligner.push(topic, value, stamp_ns=stamp, receive_ns=r)
+        except ValueError as exc:
+            self._bad_message(topic, exc)
+            return True
+        if ep.bag is not None:
+            ep.bag.put(topic, recv, data, stamp)
+        # Settle ticks on the receive clock, message by message: exactly the rule bag import
+        # applies to the same messages (log time = receive time), so both give the same frames.
+        now_ns = recv
+        if ep.t_stop_ns is not None:
+            # once stopped, a sample received late must not settle ticks past the stop: the
+            # episode ends there (the rest is settled by finish() from the data it has)
+            now_ns = min(now_ns, ep.t_stop_ns + ep.aligner.latency_margin_ns)
+        error = self._write_frames(ep, ep.aligner.pop_ready(now_ns=now_ns))
+        if error:
+            self._fail_episode(error)
+            return False
+        return True
+
+    # ------------------------------------------------------------------ sim episode boundaries
+    def _route_sim(self, topic: str, data: bytes, recv: int) -> bool:
+        """Sim boundaries: take in episode info, hold stamped samples until it places them (True)."""
+        if topic == self._info_topic:
+            try:
+                msg = self._decode(topic, data)
+            except ValueError as exc:
+                self._bad_message(topic, exc)
+                return True
+            stamp = msg.header.stamp.sec * _NS + msg.header.stamp.nanosec
+            events = self._sim.update(stamp, msg.episode_index, msg.step, msg.terminated or msg.truncated)
+            for kind, t in events:
+                if kind == BEGIN:
+                    self._open_at_reset(t)
+                elif kind == END:
+                    self._stop_at_done(t, msg)
+            self._release()
+            return True
+        if topic not in self._held_topics:
+            return False
+        try:
+            stamp = cdr_header_stamp(data)
+        except ValueError:
+            return False
+        self._held.append((topic, data, recv, stamp))
+        if stamp <= self._sim.newest_ns:
+            self._release()
+        return True
+
+    def _release(self) -> None:
+        """Place every held sample the sim's episode info covers: into the episode, kept, or dropped."""
+        if self._releasing or self._sim is None or not self._held:
+            return
+        self._releasing = True
+        try:
+            keep = []
+            for item in self._held:
+                topic, data, recv, stamp = item
+                ep = self._episode
+                if stamp > self._sim.newest_ns:
+                    keep.append(item)  # its sim episode is not known yet
+                    continue
+                if ep is not None and ep.t_begin_ns is not None:
+                    if ep.t_stop_ns is not None and stamp > ep.t_stop_ns:
+                        # past the episode that is closing: the next one may begin with it
+                        ep.passed_stop.add(topic)
+                        keep.append(item)
+                        continue
+                    if stamp >= ep.t_begin_ns:
+                        self._placed_ns = max(self._placed_ns, stamp)
+                        self._take(topic, data, recv)
+                        continue
+                elif ep is None and self._keep_for_next(stamp):
+                    keep.append(item)  # an episode about to begin starts with the sim's current one
+                    continue
+                self._placed_ns = max(self._placed_ns, stamp)  # not part of any recorded episode
+            self._held = keep
+        finally:
+            self._releasing = False
+
+    def _keep_for_next(self, stamp: int) -> bool:
+        """No episode: keep a sample the next episode begins with (the sim's current one, from its reset).
+
+        Between two episodes of a session (saving) the sim's current episode began after the stop;
+        before a session (idle) only its reset tick is kept: the lockstep sim waits there for the
+        recorder (no acknowledgement while idle), and a sim that ran on is joined at its next reset.
+        """
+        start = self._sim.start_ns
+        if start is None or stamp < start:
+            return False
+        if self._controller.state == State.SAVING:
+            return True
+        return self._controller.state == State.IDLE and self._sim.at_start
+
+    def _open_at_reset(self, t_ns: int) -> None:
+        """The sim reset at ``t_ns``: an episode waiting for it begins there."""
+        ep = self._episode
+        if ep is not None and ep.t_begin_ns is None and t_ns > self._placed_ns:
+            self._open_window(ep, t_ns)
+
+    def _stop_at_done(self, t_ns: int, info) -> None:
+        """The sim episode ended with its step at ``t_ns``: the episode recording it ends there, inclusive."""
+        ep = self._episode
+        c = self._controller
+        if ep is None or ep.t_begin_ns is None or ep.t_stop_ns is not None or c.state != State.RECORDING:
+            return
+        if t_ns < ep.t_begin_ns:
+            return
+        ep.sim_done_ns = t_ns
+        # the aligner's grid (exact 1/fps) runs a few ns ahead of the sim's (whole-ns periods): the done
+        # step's tick lies just past its stamp; half a period takes it and nothing after it
+        ep.end_ns = t_ns + int(_NS / (2 * self.contract.fps))
+        outcome = "success" if info.is_success else ("truncated" if info.truncated else "terminated")
+        self.log.info(
+            f"sim episode {info.episode_index} (seed {info.seed}) ended after {info.step} steps ({outcome})"
+        )
+        self._apply(c.stop(self._mono()))
+
+    def _open_window(self, ep: _Episode, t_begin_ns: int) -> None:
+        """The episode's data window opens at ``t_begin_ns``; its duration counts from now."""
+        ep.t_begin_ns = t_begin_ns
+        self._controller.restart_phase(self._mono())
+        # the arbiter's mode published before the start is still in force (it changes on transitions only)
+        for topic, st in self._resolved.streams.items():
+            data = self._latest_raw.get(topic)
+            if st.msgtype == CONTROL_STATUS and data is not None:
+                value, stamp, _ = self._resolved.extract(topic, self._decode(topic, data), None, t_begin_ns)
+                ep.aligner.push(topic, value, stamp_ns=stamp, receive_ns=t_begin_ns)
+        with self._audit_lock:
+            self._audit.reset(self._mono())
+
     def _acknowledge(self) -> None:
         """Report the newest stamp every required stamped stream has been taken in up to (on_taken)."""
         if self._on_taken is None or not self._ack_topics or not self._ack_topics <= self._taken.keys():
             return
+        if self._sim is not None and self._controller.state == State.IDLE:
+            return  # sim boundaries: the sim waits at its reset until an episode can begin with it
         taken = min(self._taken[t] for t in self._ack_topics)
         if taken > self._acked_ns:
             self._acked_ns = taken
@@ -646,7 +806,7 @@ class LiveRecorder:
                 if ep is None:  # its start failed: no data to wait for
                     pending += self._finish_episode(save=True)
                 else:
-                    ep.t_stop_ns = self._clock()
+                    ep.t_stop_ns = ep.sim_done_ns if ep.sim_done_ns is not None else self._clock()
                     ep.closing_until = self._mono() + self.cfg.latency_margin_s + 1.0
             elif eff == Effect.DISCARD_EPISODE:
                 self._finish_episode(save=False, discarded=True)
@@ -681,10 +841,6 @@ class LiveRecorder:
     def _begin_episode(self) -> None:
         resolved = self._resolve()
         self._episode_seq += 1
-        t_begin_ns = self._clock()
-        # the episode's duration counts from here, where its data window opens (resolving the
-        # contract or opening a raw bag before this must not eat into episode_time_s)
-        self._controller.restart_phase(self._mono())
         self.latencies_ns.clear()
         aligner = Aligner(
             resolved.fps,
@@ -692,21 +848,21 @@ class LiveRecorder:
             latency_margin_s=self.cfg.latency_margin_s,
             history_s=self.cfg.history_s,
         )
-        ep = self._episode = _Episode(self._controller.episode_index, aligner, t_begin_ns)
-        # the arbiter's mode published before the start is still in force (it changes on transitions only)
-        for topic, st in resolved.streams.items():
-            data = self._latest_raw.get(topic)
-            if st.msgtype == CONTROL_STATUS and data is not None:
-                value, stamp, _ = resolved.extract(topic, self._decode(topic, data), None, t_begin_ns)
-                aligner.push(topic, value, stamp_ns=stamp, receive_ns=t_begin_ns)
-        with self._audit_lock:
-            self._audit.reset(self._mono())
+        ep = self._episode = _Episode(self._controller.episode_index, aligner, None)
         if self.raw is not None:
             ep.bag = self.raw.begin(ep.index, {t: s.msgtype for t, s in resolved.streams.items()})
         plan = self._controller.plan
-        self.log.info(
-            f"recording episode {self._controller.episode_index} ({plan.episode_time_s:g} s, task {plan.task!r})"
-        )
+        if self._sim is None:
+            # the episode's duration counts from here, where its data window opens (resolving the
+            # contract or opening a raw bag before this must not eat into episode_time_s)
+            self._open_window(ep, self._clock())
+            what = f"{plan.episode_time_s:g} s"
+        elif self._sim.start_ns is not None and self._sim.start_ns > self._placed_ns:
+            self._open_window(ep, self._sim.start_ns)  # the sim's current episode, from its reset
+            what = f"sim episode {self._sim.episode_index}, at most {plan.episode_time_s:g} s"
+        else:
+            what = f"from the sim's next reset on {self._info_topic}, at most {plan.episode_time_s:g} s"
+        self.log.info(f"recording episode {self._controller.episode_index} ({what}, task {plan.task!r})")
 
     def _finish_episode(self, save: bool, discarded: bool = False, error: str | None = None) -> list[Effect]:
         c = self._controller
@@ -715,7 +871,7 @@ class LiveRecorder:
         t0 = c.phase_start or self._mono()
         duration = max(0.0, self._mono() - t0)
         if ep is not None and save and error is None:
-            error = self._write_frames(ep, ep.aligner.finish())
+            error = self._write_frames(ep, ep.aligner.finish(ep.end_ns))
             if error:
                 save = False
         stats = ep.aligner.stats if ep is not None else None

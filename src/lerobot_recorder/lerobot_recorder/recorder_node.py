@@ -24,7 +24,6 @@ cleanup/shutdown finalize the dataset.
 
 from __future__ import annotations
 
-import importlib
 import os
 import threading
 import time
@@ -47,12 +46,13 @@ from std_srvs.srv import Trigger
 
 from lerobot_core.contract import Contract, ContractError
 from lerobot_core.ros import qos
+from lerobot_core.ros.device import message_class
 from lerobot_core.ros.node import run_node
 from lerobot_core.ros.params import declare
 from lerobot_msgs.action import RecordEpisode
-from lerobot_msgs.msg import RecorderStatus, StreamStatus
+from lerobot_msgs.msg import EpisodeInfo, RecorderStatus, StreamStatus
 from lerobot_msgs.srv import StartEpisode
-from lerobot_recorder.episode_control import EpisodeConfig, EpisodeError, State
+from lerobot_recorder.episode_control import EpisodeConfig, EpisodeError, State, check_episode_boundaries
 from lerobot_recorder.live_recorder import MODES, LiveConfig, LiveRecorder, NoMessageYetError, RecorderError
 
 # the lockstep sim's acknowledgement topic (lerobot_sim.bridge_base: TICK_ACK_TOPIC, TICK_ACK_RELEASE)
@@ -86,12 +86,6 @@ def resolve_contract_path(value: str) -> str:
             if prefix and os.path.isfile(path):
                 return path
     return value
-
-
-def message_class(msgtype: str):
-    """'sensor_msgs/msg/Image' -> the rclpy message class (without rosidl_runtime_py)."""
-    pkg, kind, name = msgtype.split("/")
-    return getattr(importlib.import_module(f"{pkg}.{kind}"), name)
 
 
 class RecorderNode(LifecycleNode):
@@ -155,7 +149,19 @@ class RecorderNode(LifecycleNode):
         p("mode", "dataset", "dataset | raw (mcap bags only) | both")
         p("raw_dir", "", "folder of per-episode raw mcap bags (default: <dataset_root>_raw)")
         p("task", "", "task text of each episode (overrides the contract's fixed task when set)")
-        p("episode_time_s", 60.0, "episode length [s] (> 0)")
+        p("episode_time_s", 60.0, "episode length [s] (> 0); with episode_boundaries sim: the longest one")
+        p(
+            "episode_boundaries",
+            "time",
+            "time: an episode lasts episode_time_s | sim: an episode is one simulation episode, from the "
+            "sim's reset to the step it reports done (success or truncation), read on episode_info_topic",
+            read_only=True,
+        )
+        p(
+            "episode_info_topic",
+            "sim/episode_info",
+            "episode_boundaries sim: the sim's lerobot_msgs/EpisodeInfo topic",
+        )
         p("reset_time_s", 60.0, "reset period after each episode [s]; 0 = none")
         p("num_episodes", 50, "episodes a session records (auto_record)", range=(1, 1_000_000))
         p("auto_record", False, "on activate, record num_episodes episodes like lerobot-record")
@@ -209,6 +215,8 @@ class RecorderNode(LifecycleNode):
         if not root and not (mode == "raw" and g("raw_dir").value):
             raise RecorderError("parameter 'dataset_root' is empty: give the dataset folder")
         streams = tuple(s for s in g("streams").value if s)
+        boundaries = check_episode_boundaries(str(g("episode_boundaries").value))
+        info_topic = self.resolve_topic_name(str(g("episode_info_topic").value))
         episode = EpisodeConfig(
             episode_time_s=float(g("episode_time_s").value),
             reset_time_s=float(g("reset_time_s").value),
@@ -229,6 +237,8 @@ class RecorderNode(LifecycleNode):
             rate_tolerance=float(g("rate_tolerance").value),
             max_ingest_mb=float(g("max_ingest_mb").value),
             streams=streams,
+            episode_boundaries=boundaries,
+            episode_info_topic=info_topic,
         )
         return RecorderNodeConfig(
             contract=contract,
@@ -265,6 +275,19 @@ class RecorderNode(LifecycleNode):
         self.cfg = cfg
         self.recorder = recorder
         self._types = {t: message_class(s.msgtype) for t, s in recorder.contract.streams.items()}
+        if cfg.live.episode_boundaries == "sim":
+            info_topic = cfg.live.episode_info_topic
+            self._types[info_topic] = EpisodeInfo
+            self._subs.append(
+                self.create_subscription(
+                    EpisodeInfo,
+                    info_topic,
+                    lambda data, t=info_topic: self._on_message(t, data),
+                    QOS_RELIABLE,
+                    raw=True,
+                    callback_group=self._cb_subs,
+                )
+            )
         for topic, st in recorder.contract.streams.items():
             qos = QOS_IMAGES if st.qos == "sensor" else QOS_RELIABLE
             self._subs.append(

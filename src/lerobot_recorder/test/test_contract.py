@@ -425,3 +425,87 @@ def test_rclpy_messages_work_like_rosbags_ones():
     assert np.array_equal(frame["observation.images.raw"], rgb) and np.array_equal(
         frame["observation.images.comp"], rgb
     )
+
+
+def test_pose_stamped_is_an_environment_state_as_published():
+    """An object's PoseStamped (e.g. the sim's cube) -> observation.environment_state: position in
+    metres and orientation quaternion, unconverted even when the joints' units are degrees."""
+    from geometry_msgs.msg import PoseStamped
+
+    c = Contract.from_dict(
+        {
+            "fps": 30,
+            "task": "t",
+            "units": "degrees",
+            "features": {
+                "observation.state": {"topic": "/js", "joints": ["a"]},
+                "observation.environment_state": {
+                    "topic": "/cube",
+                    "type": "geometry_msgs/msg/PoseStamped",
+                    "prefix": "cube.",
+                },
+            },
+        },
+        source="test.yaml",
+    )
+    feat = c.features()["observation.environment_state"]
+    assert feat["names"] == ["cube.x", "cube.y", "cube.z", "cube.qw", "cube.qx", "cube.qy", "cube.qz"]
+    assert feat["shape"] == (7,)
+    assert c.feature_units("observation.environment_state") == ["metres"] * 3 + ["quaternion"] * 4
+    assert c.feature_units("observation.state") == "degrees"
+    msg = PoseStamped()
+    msg.header.stamp.sec, msg.header.stamp.nanosec = 2, 500
+    p, o = msg.pose.position, msg.pose.orientation
+    p.x, p.y, p.z, o.w, o.x, o.y, o.z = 0.2, -0.05, 0.0125, 0.9, 0.1, 0.2, 0.3
+    c = c.resolve({"/cube": msg})
+    value, stamp, _ = c.extract("/cube", msg, receive_ns=7)
+    assert stamp == 2_000_000_500  # stamped: aligned on its header like joint_states and images
+    js = bag_io.joint_state(5, ["a"], [math.pi / 2], [0.0], [0.0])
+    frame, _ = c.make_frame({"/cube": value, "/js": c.extract("/js", js)[0]})
+    assert frame["observation.environment_state"].tolist() == pytest.approx(
+        [0.2, -0.05, 0.0125, 0.9, 0.1, 0.2, 0.3], abs=1e-7
+    )
+    assert frame["observation.state"].tolist() == pytest.approx([90.0])
+    # a subset of the components, in the contract's order
+    c2 = Contract.from_dict(
+        {
+            "fps": 30,
+            "task": "t",
+            "features": {
+                "observation.environment_state": {
+                    "topic": "/cube",
+                    "type": "geometry_msgs/msg/PoseStamped",
+                    "joints": ["z", "x"],
+                }
+            },
+        }
+    )
+    assert c2.make_frame({"/cube": c2.extract("/cube", msg)[0]})[0][
+        "observation.environment_state"
+    ].tolist() == pytest.approx([0.0125, 0.2])
+
+
+@pytest.mark.parametrize(
+    "source, match",
+    [
+        ({"fields": ["position"]}, r"features.observation.environment_state.fields: a PoseStamped carries"),
+        ({"units": "degrees"}, r"features.observation.environment_state.units: a PoseStamped is recorded as"),
+        ({"joints": ["x", "roll"]}, r"features.observation.environment_state.joints: .*roll"),
+    ],
+)
+def test_bad_pose_sources_name_the_key(source, match):
+    with pytest.raises(ContractError, match=match):
+        Contract.from_dict(
+            {
+                "fps": 30,
+                "task": "t",
+                "features": {
+                    "observation.environment_state": {
+                        "topic": "/cube",
+                        "type": "geometry_msgs/msg/PoseStamped",
+                        **source,
+                    }
+                },
+            },
+            source="test.yaml",
+        )

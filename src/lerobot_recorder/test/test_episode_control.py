@@ -5,11 +5,15 @@ import math
 import pytest
 
 from lerobot_recorder.episode_control import (
+    BEGIN,
+    END,
     Effect,
     EpisodeConfig,
     EpisodeController,
     EpisodeError,
+    SimEpisodes,
     State,
+    check_episode_boundaries,
 )
 from lerobot_recorder.keyboard import ESC, LEFT, RIGHT, START, UNKNOWN, KeyDecoder
 
@@ -149,3 +153,38 @@ def test_lone_escape_waits_for_the_rest_of_a_sequence_then_counts_as_esc():
     assert d.feed(b"[C") == [RIGHT]
     assert d.feed(b"\x1b", more_pending=True) == []
     assert d.flush() == [ESC]
+
+
+# ------------------------------------------------------------------ sim episode boundaries
+def test_sim_episodes_report_each_reset_and_done_step_once():
+    sim = SimEpisodes()
+    assert not sim.at_start and sim.start_ns is None
+    assert sim.update(100, 0, 0, False) == [(BEGIN, 100)]
+    assert sim.at_start and sim.start_ns == 100
+    assert sim.update(100, 0, 0, False) == []  # a lockstep keep-alive repeats the step: no new event
+    assert sim.update(200, 0, 1, False) == [] and not sim.at_start
+    assert sim.update(300, 0, 2, True) == [(END, 300)]
+    assert sim.update(250, 0, 1, False) == []  # stale: older than what was taken in
+    assert sim.update(400, 1, 0, False) == [(BEGIN, 400)] and sim.episode_index == 1
+    assert sim.newest_ns == 400
+
+
+def test_sim_episodes_joined_mid_episode_know_no_start_until_the_next_reset():
+    sim = SimEpisodes()
+    assert sim.update(500, 3, 7, False) == []
+    assert sim.start_ns is None and not sim.at_start
+    assert sim.update(600, 3, 8, True) == [(END, 600)]  # its end is seen, its start was not
+    assert sim.update(700, 4, 0, False) == [(BEGIN, 700)] and sim.at_start
+
+
+@pytest.mark.parametrize("value", ["time", "sim"])
+def test_episode_boundaries_accepts_time_and_sim(value):
+    assert check_episode_boundaries(value) == value
+
+
+@pytest.mark.parametrize("value", ["", "Sim", "steps"])
+def test_episode_boundaries_rejects_anything_else_naming_the_parameter(value):
+    with pytest.raises(
+        EpisodeError, match=r"parameter 'episode_boundaries' must be one of \('time', 'sim'\)"
+    ):
+        check_episode_boundaries(value)

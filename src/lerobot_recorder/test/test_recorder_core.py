@@ -3,6 +3,7 @@ fed with real CDR messages (serialized with rosbags), writing a real dataset."""
 
 import re
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -351,3 +352,152 @@ def test_on_taken_reports_the_stamp_every_required_stream_has_been_taken_in_up_t
         assert taken == [t0, t0 + 10**8]  # now the joints' newest stamp bounds it; never goes back
     finally:
         rec.close()
+
+
+# ------------------------------------------------------------------ sim episode boundaries
+def _info_bytes(t_ns, episode, step, done):
+    return f"{t_ns} {episode} {step} {int(done)}".encode()
+
+
+def _decode_with_info(topic, data):
+    if topic == "/sim/episode_info":
+        t, episode, step, done = (int(x) for x in data.decode().split())
+        return SimpleNamespace(
+            header=SimpleNamespace(stamp=SimpleNamespace(sec=t // 10**9, nanosec=t % 10**9)),
+            episode_index=episode,
+            step=step,
+            seed=episode,
+            terminated=bool(done),
+            truncated=False,
+            is_success=bool(done),
+        )
+    return _decode(topic, data)
+
+
+class _LockstepSim:
+    """Publishes like lerobot_sim in lockstep: per step the image, the joints (value = 100 x episode +
+    step) and, last, the episode info, all stamped with the step's sim time (10 fps); a reset takes one
+    period. Some steps' info overtakes their data (other topics are not ordered with it)."""
+
+    def __init__(self, rec, clock, t0_ns):
+        self.rec, self.clock, self.t, self.episode, self.seq = rec, clock, t0_ns, -1, 0
+
+    def tick(self, step, done):
+        t, v = self.t, 100 * self.episode + step
+        self.clock.t = t
+        parts = [
+            ("/cameras/front/image_raw", _image_cdr(t, self.seq)),
+            ("/joint_states", _joint_cdr(t, float(v))),
+            ("/sim/episode_info", _info_bytes(t, self.episode, step, done)),
+        ]
+        if self.seq % 3 == 1:
+            parts = parts[::-1]
+        for topic, data in parts:
+            self.rec.ingest(topic, data, t)
+        self.seq += 1
+        self.t += 100_000_000
+        time.sleep(0.003)
+
+    def episode_of(self, steps, upto=None):
+        """A new sim episode that ends (done) at step ``steps``; stop early at step ``upto``."""
+        self.episode += 1
+        for step in range(steps + 1 if upto is None else upto + 1):
+            self.tick(step, done=step == steps)
+
+    def resume(self, from_step, steps):
+        for step in range(from_step, steps + 1):
+            self.tick(step, done=step == steps)
+
+
+def _sim_worker(tmp_path, num_episodes, episode_time_s=1000.0):
+    cfg = LiveConfig(
+        dataset_root=str(tmp_path / "ds"),
+        vcodec="libx264",
+        episode=EpisodeConfig(
+            episode_time_s=episode_time_s, reset_time_s=0.0, num_episodes=num_episodes, task=""
+        ),
+        episode_boundaries="sim",
+    )
+    contract = dict(CONTRACT, features=dict(CONTRACT["features"]))
+    contract["features"]["observation.state"] = dict(contract["features"]["observation.state"], policy="hold")
+    clock = FakeClock(0)
+    rec = LiveRecorder(cfg, Contract.from_dict(contract), decode=_decode_with_info, clock=clock)
+    rec.start()
+    return rec, _LockstepSim(rec, clock, 5 * 10**9)
+
+
+def _episode_values(root):
+    r = DatasetReader(root)
+    return [
+        np.asarray(r.episode(i)["observation.state"])[:, 0].round().astype(int).tolist()
+        for i in range(r.num_episodes)
+    ]
+
+
+@pytest.mark.parametrize("join_at_step", [0, 2])
+def test_sim_boundaries_record_one_sim_episode_each_from_its_reset_to_its_done_step(tmp_path, join_at_step):
+    """A recorder that starts at the sim's reset records that episode; one that joins mid-episode
+    waits for the next reset. Each dataset episode is exactly one sim episode: its reset frame, every
+    step, the done step, and nothing of the next one."""
+    rec, sim = _sim_worker(tmp_path, num_episodes=2)
+    try:
+        sim.episode_of(5, upto=join_at_step)
+        deadline = time.monotonic() + 10
+        while True:  # the session starts once every stream has delivered
+            try:
+                rec.request("start", session=True).result(10)
+                break
+            except NoMessageYetError:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        sim.resume(join_at_step + 1, 5)
+        sim.episode_of(3)
+        sim.episode_of(4)
+        sim.episode_of(6)
+        deadline = time.monotonic() + 20
+        while not rec.done.is_set() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert rec.done.is_set(), rec.snapshot().message
+        rec.request("finalize").result(30)
+    finally:
+        rec.close()
+    expected = {
+        0: [[0, 1, 2, 3, 4, 5], [100, 101, 102, 103]],
+        2: [[100, 101, 102, 103], [200, 201, 202, 203, 204]],
+    }[join_at_step]
+    assert _episode_values(tmp_path / "ds") == expected
+
+
+def test_sim_boundaries_episode_time_caps_an_episode_and_the_next_waits_for_a_reset(tmp_path):
+    """episode_time_s stays a cap (here on the wall clock: 0.5 s); the episode after a capped one
+    begins at the sim's next reset, not in the middle of the episode it cut."""
+    rec, sim = _sim_worker(tmp_path, num_episodes=2, episode_time_s=0.5)
+    try:
+        sim.episode_of(3, upto=0)
+        rec.request("start", session=True).result(10)
+        for step in range(1, 200):  # a long sim episode: the cap ends the recorded one
+            sim.tick(step, done=False)
+            if rec.snapshot().episodes_recorded:
+                break
+        sim.tick(step + 1, done=True)
+        sim.episode_of(2)
+        sim.episode_of(2)
+        deadline = time.monotonic() + 20
+        while not rec.done.is_set() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        rec.request("finalize").result(30)
+    finally:
+        rec.close()
+    first, second = _episode_values(tmp_path / "ds")
+    assert first[0] == 0 and 1 < len(first) < step + 2 and first == list(range(len(first)))
+    assert second == [100, 101, 102]
+
+
+def test_episode_boundaries_must_be_time_or_sim(tmp_path):
+    cfg = LiveConfig(
+        dataset_root=str(tmp_path / "ds"), episode=EpisodeConfig(task=""), episode_boundaries="steps"
+    )
+    with pytest.raises(
+        ValueError, match=r"parameter 'episode_boundaries' must be one of \('time', 'sim'\), got 'steps'"
+    ):
+        LiveRecorder(cfg, Contract.from_dict(CONTRACT), decode=_decode, clock=FakeClock(0))

@@ -329,6 +329,10 @@ def test_source_dying_mid_episode_warns_and_reports_without_crashing(tmp_path, r
         ({"episode_time_s": -2.0}, "episode_time_s must be a finite number of seconds > 0"),
         ({"streams": ["observation.images.nope"]}, "unknown stream(s) ['observation.images.nope']"),
         ({"contract": "{tmp}/missing.yaml"}, "cannot read the contract"),
+        (
+            {"episode_boundaries": "steps"},
+            "parameter 'episode_boundaries' must be one of ('time', 'sim'), got 'steps'",
+        ),
     ],
 )
 def test_bad_configuration_fails_clearly(tmp_path, params, expected):

@@ -36,7 +36,7 @@ class Policy(Protocol):
 
 
 class ScriptedPolicy:
-    """The SO-101 cube expert; needs observation.state and observation.env_state (cube pose)."""
+    """The SO-101 cube expert; needs observation.state and observation.environment_state (cube pose)."""
 
     def __init__(self, fps: int = 30):
         from lerobot_sim.expert import ScriptedExpert
@@ -47,11 +47,11 @@ class ScriptedPolicy:
         self.expert.reset()
 
     def select_action(self, observation: dict[str, Any]) -> np.ndarray:
-        if "observation.env_state" not in observation:
+        if "observation.environment_state" not in observation:
             raise EvaluationError(
-                "the scripted policy needs the cube pose (observation.env_state): SO-101 sim only"
+                "the scripted policy needs the cube pose (observation.environment_state): SO-101 sim only"
             )
-        return self.expert.act(observation["observation.state"], observation["observation.env_state"])
+        return self.expert.act(observation["observation.state"], observation["observation.environment_state"])
 
 
 class RandomPolicy:
@@ -391,8 +391,12 @@ class LocalEnvTransport:
     def _obs(self, raw) -> dict[str, Any]:
         obs = lerobot_observation_keys(raw)
         unwrapped = self.session.env.unwrapped
-        if self._env_state and "observation.env_state" not in obs and hasattr(unwrapped, "environment_state"):
-            obs["observation.env_state"] = unwrapped.environment_state()
+        if (
+            self._env_state
+            and "observation.environment_state" not in obs
+            and hasattr(unwrapped, "environment_state")
+        ):
+            obs["observation.environment_state"] = unwrapped.environment_state()
         return obs
 
     def reset(self, seed: int) -> dict[str, Any]:

@@ -273,7 +273,7 @@ class RosSimTransport:
         obs["observation.state"] = np.asarray(self._joints[key].position, dtype=np.float64)
         if self._cube is not None:
             p, o = self._cube[key].pose.position, self._cube[key].pose.orientation
-            obs["observation.env_state"] = np.array([p.x, p.y, p.z, o.w, o.x, o.y, o.z])
+            obs["observation.environment_state"] = np.array([p.x, p.y, p.z, o.w, o.x, o.y, o.z])
         ep = EpisodeState(
             episode_index=info.episode_index,
             seed=info.seed,

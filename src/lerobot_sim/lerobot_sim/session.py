@@ -148,7 +148,7 @@ def lerobot_observation_keys(obs: dict[str, Any]) -> dict[str, Any]:
         out["observation.image"] = pixels
     for src, dst in (
         ("agent_pos", "observation.state"),
-        ("environment_state", "observation.env_state"),
+        ("environment_state", "observation.environment_state"),
         ("robot_state", "observation.robot_state"),
     ):
         if isinstance(obs, dict) and src in obs:

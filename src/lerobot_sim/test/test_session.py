@@ -21,7 +21,7 @@ def test_mapping_follows_lerobot():
         "observation.state",
     }
     keys = lerobot_observation_keys({"pixels": {"top": img}, "environment_state": [0], "robot_state": [1]})
-    assert set(keys) == {"observation.images.top", "observation.env_state", "observation.robot_state"}
+    assert set(keys) == {"observation.images.top", "observation.environment_state", "observation.robot_state"}
     assert set(camera_images({"pixels": img}, "cam")) == {"cam"}
 
 

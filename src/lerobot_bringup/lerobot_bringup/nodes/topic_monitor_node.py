@@ -7,7 +7,6 @@ many messages, or 1 with the starved topics named when `timeout_s` passes first.
 
 from __future__ import annotations
 
-import importlib
 import json
 import time
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from rclpy.node import Node
 
 from lerobot_core.rate import RateMeter
 from lerobot_core.ros import qos
+from lerobot_core.ros.device import message_class
 from lerobot_core.ros.node import run_node
 from lerobot_core.ros.params import declare
 
@@ -29,19 +29,6 @@ class MonitorConfig:
     expect_count: int
     timeout_s: float
     summary_file: str
-
-
-def import_message_type(name: str):
-    """'sensor_msgs/msg/JointState' or 'sensor_msgs/JointState' -> the message class."""
-    parts = name.split("/")
-    if len(parts) == 2:
-        parts = [parts[0], "msg", parts[1]]
-    if len(parts) != 3:
-        raise ValueError(f"message type '{name}' is not of the form pkg/msg/Type")
-    try:
-        return getattr(importlib.import_module(f"{parts[0]}.{parts[1]}"), parts[2])
-    except (ImportError, AttributeError):
-        raise ValueError(f"message type '{name}' is not installed (package '{parts[0]}')") from None
 
 
 class TopicMonitorNode(Node):
@@ -72,7 +59,7 @@ class TopicMonitorNode(Node):
         self.meters: dict[str, RateMeter] = {}
         self.latest: dict[str, object] = {}
         for topic, tname in zip(self.cfg.topics, types, strict=True):
-            msg_type = import_message_type(tname)
+            msg_type = message_class(tname)
             sub = self.create_subscription(msg_type, topic, lambda m, t=topic: self._on_msg(t, m), qos.SENSOR)
             self.meters[sub.topic_name] = RateMeter()
         self.t0 = time.monotonic()

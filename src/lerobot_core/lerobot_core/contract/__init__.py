@@ -19,7 +19,9 @@ A contract is a YAML file (reference and example: docs/recording.md, config/cont
       observation.images.front: {topic: /cameras/front/image_raw, policy: nearest, tolerance: 0.02}
 
 Supported message types: sensor_msgs/msg/JointState, std_msgs/msg/Float64MultiArray and
-trajectory_msgs/msg/JointTrajectory (first point) for vector features; sensor_msgs/msg/Image
+trajectory_msgs/msg/JointTrajectory (first point) for vector features; geometry_msgs/msg/PoseStamped
+for an object's pose (``observation.environment_state``: components x y z qw qx qy qz as published,
+metres and quaternion, chosen with ``joints``, named ``<prefix><component>``); sensor_msgs/msg/Image
 (rgb8, bgr8, rgba8, bgra8, mono8) and sensor_msgs/msg/CompressedImage (jpeg, png) for
 ``observation.images.<name>``; std_msgs/msg/String for the task; lerobot_msgs/msg/ControlStatus
 (the control arbiter's mode) for ``complementary_info.is_intervention`` / ``complementary_info.<x>``

@@ -28,6 +28,7 @@ from .schema import (
     IMAGE,
     JOINT_STATE,
     JOINT_TRAJECTORY,
+    POSE_STAMPED,
     STRING,
     ImageSource,
     VectorSource,
@@ -140,9 +141,16 @@ def _named_values(arrays_of: Callable, topic: str, msg, layout: Layout) -> np.nd
     return out
 
 
+def _pose_values(topic: str, msg, layout: Layout) -> np.ndarray:
+    p, o = msg.pose.position, msg.pose.orientation
+    comps = {"x": p.x, "y": p.y, "z": p.z, "qw": o.w, "qx": o.x, "qy": o.y, "qz": o.z}
+    return np.array([comps[c] for _, c in layout], dtype=np.float64)
+
+
 # type -> (topic, msg, layout) -> float64 values of the layout
 VECTOR_VALUES: dict[str, Callable[[str, Any, Layout], np.ndarray]] = {
     FLOAT64_MULTI_ARRAY: _multi_array_values,
+    POSE_STAMPED: _pose_values,
     **{t: partial(_named_values, arrays_of) for t, (_, arrays_of) in NAMED_JOINT_ARRAYS.items()},
 }
 

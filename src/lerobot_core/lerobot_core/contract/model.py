@@ -31,6 +31,8 @@ from .schema import (
     CONTROL_MODE_HOLD,
     IMAGE_PREFIX,
     JOINT_STATE,
+    POSE_FIELD,
+    POSE_UNITS,
     VECTOR_TYPES,
     ContractError,
     ExtraSource,
@@ -263,10 +265,10 @@ class Contract:
         """The units of a vector feature as recorded in info.json (``units`` beside ``names``): radians,
         degrees or normalized; one per value when its sources differ. Efforts are kept as published."""
         per_value = [
-            "radians" if f == "effort" else s.units
+            POSE_UNITS[j] if f == POSE_FIELD else "radians" if f == "effort" else s.units
             for s in self.vectors[feature]
             for f in s.fields
-            for _ in s.joints or ()
+            for j in s.joints or ()
         ]
         return per_value[0] if len(set(per_value)) == 1 else per_value
 
@@ -325,7 +327,7 @@ class Contract:
 
     def _unit_scale(self, src: VectorSource, fld: str, joint: str) -> tuple[float, float]:
         """value_out = value_published * scale + offset."""
-        if fld == "effort" or src.units == "radians":
+        if fld in ("effort", POSE_FIELD) or src.units == "radians":
             return 1.0, 0.0
         if src.units == "degrees":
             return units.DEGREES_PER_RADIAN, 0.0

@@ -19,11 +19,12 @@ from lerobot_core.image_conversion import RGB_ENCODINGS
 JOINT_STATE = "sensor_msgs/msg/JointState"
 FLOAT64_MULTI_ARRAY = "std_msgs/msg/Float64MultiArray"
 JOINT_TRAJECTORY = "trajectory_msgs/msg/JointTrajectory"
+POSE_STAMPED = "geometry_msgs/msg/PoseStamped"  # an object's pose, e.g. LeRobot's environment_state
 IMAGE = "sensor_msgs/msg/Image"
 COMPRESSED_IMAGE = "sensor_msgs/msg/CompressedImage"
 STRING = "std_msgs/msg/String"
 CONTROL_STATUS = "lerobot_msgs/msg/ControlStatus"  # the control arbiter's mode (human-in-the-loop)
-VECTOR_TYPES = (JOINT_STATE, FLOAT64_MULTI_ARRAY, JOINT_TRAJECTORY)
+VECTOR_TYPES = (JOINT_STATE, FLOAT64_MULTI_ARRAY, JOINT_TRAJECTORY, POSE_STAMPED)
 IMAGE_TYPES = (IMAGE, COMPRESSED_IMAGE)
 HEADERLESS_TYPES = (FLOAT64_MULTI_ARRAY, STRING)
 LATCHED_TYPES = (STRING, CONTROL_STATUS)  # published on change: the latest value stays valid
@@ -33,6 +34,10 @@ CONTROL_FIELDS = {"is_intervention": "bool", "mode": "int64"}  # ControlStatus f
 CONTROL_MODE_HOLD = 2  # ControlStatus.MODE_HOLD: paused, no frames
 
 FIELDS = {"position": "pos", "velocity": "vel", "effort": "effort"}
+# a PoseStamped source has the one field "pose"; its "joints" are these components (metres, quaternion)
+POSE_FIELD = "pose"
+POSE_COMPONENTS = ("x", "y", "z", "qw", "qx", "qy", "qz")
+POSE_UNITS = {**dict.fromkeys("xyz", "metres"), **dict.fromkeys(("qw", "qx", "qy", "qz"), "quaternion")}
 UNITS = ("radians", "degrees", "normalized")
 NORM_MODES = ("m100_100", "0_100")
 QOS = ("sensor", "reliable")
@@ -95,6 +100,8 @@ class VectorSource:
     units: str = "radians"
 
     def names(self) -> list[str]:
+        if self.msgtype == POSE_STAMPED:
+            return [f"{self.prefix}{c}" for c in self.joints or ()]
         return [f"{self.prefix}{j}.{FIELDS[f]}" for f in self.fields for j in self.joints or ()]
 
 
@@ -296,6 +303,10 @@ class _Parser:
                     raise self.err(f"{key}.topic", "missing")
                 topic = self.topic(raw["topic"], f"{key}.topic")
                 mtype = self.msgtype(raw, key, VECTOR_TYPES, JOINT_STATE)
+                if mtype == POSE_STAMPED:
+                    sources.append(self.pose_source(raw, key, topic, defaults))
+                    add_stream(self.stream(raw, key, topic, mtype, defaults), key)
+                    continue
                 fields = raw.get("fields", ["position"])
                 if isinstance(fields, str):
                     fields = [fields]
@@ -334,6 +345,25 @@ class _Parser:
             source=self.source,
             extras=extras,
         )
+
+    def pose_source(self, raw: dict, key: str, topic: str, defaults: dict) -> VectorSource:
+        """A PoseStamped source: position (metres) and orientation (quaternion) as published, no units."""
+        fields = raw.get("fields", [POSE_FIELD])
+        if fields not in ([POSE_FIELD], POSE_FIELD):
+            raise self.err(
+                f"{key}.fields", f"a PoseStamped carries the one field {POSE_FIELD!r}, got {fields!r}"
+            )
+        if "units" in raw:
+            raise self.err(
+                f"{key}.units", "a PoseStamped is recorded as published (metres, quaternion): no units"
+            )
+        comps = self.names(raw.get("joints", list(POSE_COMPONENTS)), f"{key}.joints", allow_none=False)
+        for c in comps:
+            self.choice(c, f"{key}.joints", POSE_COMPONENTS)
+        prefix = raw.get("prefix", "")
+        if not isinstance(prefix, str):
+            raise self.err(f"{key}.prefix", f"expected text, got {prefix!r}")
+        return VectorSource(topic, POSE_STAMPED, (POSE_FIELD,), comps, prefix, "radians")
 
     def task(self, value, streams: dict, defaults: dict) -> tuple[str | None, str | None]:
         if value is None:

@@ -1,0 +1,47 @@
+"""`lerobot-launch record_sim_so101`: sim in lockstep, scripted expert and recorder with
+episode_boundaries sim. One dataset episode is one sim episode; num_episodes counts demonstrations."""
+
+import os
+import re
+import subprocess
+
+import numpy as np
+import pytest
+
+from lerobot_core.ament import find_executable
+from lerobot_recorder.dataset import DatasetReader
+from lerobot_sim.envs.so101_cube import HOME_POSE
+
+pytestmark = pytest.mark.ros
+
+
+def test_record_sim_so101_records_one_sim_episode_per_dataset_episode(tmp_path):
+    """record_sim_so101 (lockstep, episode_boundaries sim): each dataset episode is one whole sim
+    episode, from the sim's first episode (seed 0) on: its reset frame (the home pose), every step up
+    to the one the sim reported done (its length = steps + 1), no frame of the next one, 0 drops."""
+    launcher = find_executable("lerobot_bringup", "lerobot-launch")
+    env = dict(
+        os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", MUJOCO_GL=os.environ.get("MUJOCO_GL", "egl")
+    )
+    args = [f"dataset_root:={tmp_path / 'sim_ds'}", "num_episodes:=3", "image_width:=64", "image_height:=48"]
+    out = subprocess.run(
+        [str(launcher), "record_sim_so101", *args], env=env, capture_output=True, text=True, timeout=400
+    )
+    log = out.stdout + out.stderr
+    assert out.returncode == 0, log[-4000:]
+    ended = [
+        (int(m.group(1)), int(m.group(2)))
+        for m in re.finditer(r"sim episode \d+ \(seed (-?\d+)\) ended after (\d+) steps", log)
+    ]
+    saved = [int(m.group(1)) for m in re.finditer(r"episode \d+ saved: \d+ frames \((\d+) frames, ", log)]
+    dropped = [int(m.group(1)) for m in re.finditer(r"episode \d+ saved: .*?, (\d+) dropped ticks", log)]
+    assert [seed for seed, _ in ended] == [0, 1, 2], log[-4000:]  # from the sim's first episode on
+    assert dropped == [0, 0, 0], log[-4000:]
+    r = DatasetReader(tmp_path / "sim_ds")
+    assert r.num_episodes == 3
+    for i, (_seed, steps) in enumerate(ended):
+        state = np.asarray(r.episode(i)["observation.state"], dtype=np.float64)
+        assert len(state) == steps + 1 == saved[i], (i, len(state), steps)
+        at_home = np.all(np.abs(state - HOME_POSE) < 1e-4, axis=1)
+        assert at_home[0], f"episode {i} does not begin at the reset pose: {state[0]}"
+        assert not at_home[1:].any(), f"episode {i} holds a reset frame at {np.flatnonzero(at_home[1:]) + 1}"

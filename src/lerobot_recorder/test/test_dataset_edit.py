@@ -1,0 +1,126 @@
+"""add_constant_features: demonstrations without the HIL extras, marked, then HIL episodes resumed into them.
+
+This is the data step of a DAgger round (scripts/dagger_round.py): the copy must take a resume with the
+HIL features, and the combined dataset must load in LeRobot (one schema for every meta/episodes file).
+"""
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from lerobot_recorder.dataset import DatasetError, DatasetReader, DatasetWriter
+from lerobot_recorder.dataset.edit import add_constant_features
+
+FLAG = "complementary_info.is_intervention"
+MODE = "complementary_info.control_mode"
+HUMAN_DROVE = {FLAG: ({"dtype": "bool", "shape": (1,)}, True), MODE: ({"dtype": "int64", "shape": (1,)}, 1)}
+NAMES = [
+    f"{j}.pos" for j in ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
+]
+CAM = "observation.images.front"
+H, W = 24, 32
+REF_VENV = Path(os.environ.get("LEROBOT_REF_VENV", "/work/lerobot-ref-venv"))
+CHECK = Path(__file__).resolve().parent / "fixtures" / "check_hil_with_lerobot.py"
+
+
+def features(extras: bool) -> dict:
+    feats = {
+        "observation.state": {"dtype": "float32", "shape": (6,), "names": NAMES},
+        "action": {"dtype": "float32", "shape": (6,), "names": NAMES},
+        CAM: {"dtype": "video", "shape": (H, W, 3), "names": ["height", "width", "channels"]},
+    }
+    if extras:
+        feats |= {k: dict(spec) for k, (spec, _) in HUMAN_DROVE.items()}
+    return feats
+
+
+def frame(ep: int, i: int, flag: bool | None = None) -> dict:
+    state = np.full(6, ep * 100 + i, dtype=np.float32)
+    f = {"observation.state": state, "action": -state, CAM: np.full((H, W, 3), 10 * i % 250, np.uint8)}
+    if flag is not None:
+        f[FLAG] = np.array([flag])
+        f[MODE] = np.array([int(flag)], dtype=np.int64)
+    return f
+
+
+def demos(root: Path, lengths=(5, 7)) -> Path:
+    w = DatasetWriter.create(
+        root, fps=10, features=features(False), robot_type="so101_follower", vcodec="libx264"
+    )
+    for ep, n in enumerate(lengths):
+        for i in range(n):
+            w.add_frame(frame(ep, i), task="pick the cube")
+        w.save_episode()
+    w.finalize()
+    return root
+
+
+def test_marked_demos_take_hil_episodes_and_keep_one_metadata_schema(tmp_path):
+    src = demos(tmp_path / "demos")
+    before = json.loads((src / "meta" / "info.json").read_text())
+    combined = tmp_path / "combined"
+    add_constant_features(src, combined, HUMAN_DROVE)
+    assert json.loads((src / "meta" / "info.json").read_text()) == before  # the demos stay as they were
+
+    flags = [False, False, True, True, True, False]  # policy, then the human, then the policy again
+    w = DatasetWriter.resume(combined)
+    for i, flag in enumerate(flags):
+        w.add_frame(frame(2, i, flag), task="pick the cube")
+    w.save_episode()
+    w.finalize()
+
+    r = DatasetReader(combined)
+    assert r.num_episodes == 3
+    per_episode = [np.asarray(r.episode(e)[FLAG]).reshape(-1).tolist() for e in range(3)]
+    assert per_episode == [[True] * 5, [True] * 7, flags]
+    assert np.asarray(r.episode(1)[MODE]).reshape(-1).tolist() == [1] * 7
+    np.testing.assert_array_equal(np.asarray(r.episode(1)["observation.state"])[:, 0], 100 + np.arange(7))
+
+    info = json.loads((combined / "meta" / "info.json").read_text())
+    assert info["features"][FLAG] == {"dtype": "bool", "shape": [1], "names": None}
+    assert info["total_frames"] == 5 + 7 + 6
+    # LeRobot reads every meta/episodes file with one schema: the demos' rows carry the new stats too
+    files = sorted((combined / "meta" / "episodes").glob("*/*.parquet"))
+    assert len(files) == 2  # the demos' file and the one the resumed writer opened
+    columns = [{f.name: str(f.type) for f in pq.read_schema(p)} for p in files]
+    assert columns[0] == columns[1] and f"stats/{FLAG}/mean" in columns[0]
+    stats = json.loads((combined / "meta" / "stats.json").read_text())
+    assert stats[FLAG]["count"] == [18]
+    assert stats[FLAG]["mean"][0] == pytest.approx((5 + 7 + 3) / 18)
+    assert stats["observation.state"]["count"] == [18]
+
+
+def test_refused_when_the_feature_exists_or_the_copy_would_overwrite(tmp_path):
+    src = demos(tmp_path / "demos", lengths=(3,))
+    add_constant_features(src, tmp_path / "marked", HUMAN_DROVE)
+    with pytest.raises(DatasetError, match="exists; give a new folder"):
+        add_constant_features(src, tmp_path / "marked", HUMAN_DROVE)
+    with pytest.raises(DatasetError, match=f"already has feature '{FLAG}'"):
+        add_constant_features(tmp_path / "marked", tmp_path / "twice", HUMAN_DROVE)
+    assert not (tmp_path / "twice").exists()
+
+
+@pytest.mark.skipif(
+    not (REF_VENV / "bin" / "python").exists(), reason=f"no LeRobot reference venv at {REF_VENV}"
+)
+def test_marked_demos_plus_hil_load_in_lerobot(tmp_path):
+    combined = tmp_path / "combined"
+    add_constant_features(demos(tmp_path / "demos"), combined, HUMAN_DROVE)
+    w = DatasetWriter.resume(combined)
+    for i, flag in enumerate([False, True, True, False]):
+        w.add_frame(frame(2, i, flag), task="pick the cube")
+    w.save_episode()
+    w.finalize()
+    out = subprocess.run(
+        [str(REF_VENV / "bin" / "python"), str(CHECK), str(combined)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "ok:" in out.stdout
