@@ -22,14 +22,22 @@ install_plugins() {
         pipi --no-deps -e "$ROOT/lerobot_plugins/$plugin"
     done
 }
+# LeRobot's `async` extra (policy server and robot client), pinned as lerobot 0.4.4's metadata pins it
+ASYNC_EXTRA=(grpcio==1.73.1 'protobuf>=6.31.1,<6.32.0' 'matplotlib>=3.10.3,<4.0.0')
 if [ -f "$VENV/.ready" ]; then
     # venvs made before the ROS wheels were part of the recipe: add them (additive, nothing removed)
     if ! "$VENV/bin/python" -c "import rclpy" 2>/dev/null; then
         pipi -r "$ROOT/requirements-ros-wheels.txt"
     fi
-    if ! "$VENV/bin/python" -c "import rerun, lerobot_robot_ros" 2>/dev/null; then  # plugins came later too
+    # plugins came later too (their distributions: importing them needs lerobot_core, which the tests put
+    # on the path)
+    if ! "$VENV/bin/python" -c "import rerun, importlib.metadata as m; [m.distribution(p) for p in \
+            ('lerobot_robot_ros', 'lerobot_teleoperator_ros', 'lerobot_camera_ros')]" 2>/dev/null; then
         pipi 'rerun-sdk>=0.24,<0.27'
         install_plugins
+    fi
+    if ! "$VENV/bin/python" -c "import grpc, google.protobuf, matplotlib" 2>/dev/null; then  # and async inference
+        pipi "${ASYNC_EXTRA[@]}"
     fi
     echo "make-lerobot-ref-venv: $VENV is ready"
     exit 0
@@ -42,7 +50,8 @@ pipi torch==2.14.1 torchvision==0.29.1
 pipi --no-deps lerobot==0.4.4
 pipi 'datasets<5' 'huggingface-hub<0.36' draccus==0.10.0 'av<16' jsonlines einops \
     deepdiff termcolor safetensors 'opencv-python-headless<4.13' gymnasium pandas pyarrow accelerate \
-    imageio 'diffusers<0.36' pyserial 'rerun-sdk>=0.24,<0.27'  # rerun: lerobot-record imports it
+    imageio 'diffusers<0.36' pyserial 'rerun-sdk>=0.24,<0.27' \
+    "${ASYNC_EXTRA[@]}"  # rerun: lerobot-record imports it; ASYNC_EXTRA: lerobot.async_inference
 # rclpy & co.: the project's pytest plugin (loaded by any pytest run in this venv) imports rclpy.
 pipi -r "$ROOT/requirements-ros-wheels.txt"
 install_plugins

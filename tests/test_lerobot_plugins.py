@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from lerobot_core.ros.testing import wait_until
+
 REPO = Path(__file__).resolve().parents[1]
 REF_VENV = Path(os.environ.get("LEROBOT_REF_VENV", "/work/lerobot-ref-venv"))
 SIDE_PY = REF_VENV / "bin" / "python"
@@ -525,3 +527,367 @@ def test_active_leader_hooks_on_an_emulated_leader(side_venv, tmp_path):
     assert out["reached"]["elbow_flex.pos"] == pytest.approx(out["goal"]["elbow_flex.pos"], abs=0.02)
     assert out["reached"]["shoulder_pan.pos"] == pytest.approx(out["start"]["shoulder_pan.pos"], abs=0.02)
     assert "torque_off" in graph.log("leader")  # released after disable_torque
+
+
+ACT_CHECKPOINT = REPO / "src/lerobot_policy_node/test/fixtures/act_small/pretrained_model"
+
+# LeRobot's own policy server (lerobot.async_inference.policy_server.serve), with a tap that appends every
+# action chunk it returns to a JSON-lines file: the test compares the sim's commands with those
+POLICY_SERVER_WITH_TAP = """
+import json, sys
+from lerobot.async_inference import policy_server
+
+tap = open(sys.argv[1], "a")
+predict = policy_server.PolicyServer._predict_action_chunk
+
+def predict_and_log(self, observation):
+    chunk = predict(self, observation)
+    tap.write(json.dumps({"timestep": observation.get_timestep(),
+                          "actions": [a.get_action().tolist() for a in chunk]}) + "\\n")
+    tap.flush()
+    return chunk
+
+policy_server.PolicyServer._predict_action_chunk = predict_and_log
+sys.argv = [sys.argv[0], *sys.argv[2:]]
+policy_server.serve()
+"""
+
+
+def free_loopback_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_async_inference_client_on_the_sim(side_venv, sim, tmp_path, ros_node):
+    """LeRobot's async inference: robot_client with --robot.type=ros on the sim, LeRobot's policy server
+    (a small ACT checkpoint, safetensors + JSON) on 127.0.0.1. The sim's commands are the server's actions."""
+    import yaml
+
+    # the sim preset with the front camera only: the ACT fixture sees one camera (the server resizes it)
+    contract = yaml.safe_load(SIM_PRESET.read_text())
+    del contract["features"]["observation.images.wrist"]
+    path = tmp_path / "front_only.yaml"
+    path.write_text(yaml.safe_dump(contract))
+    tap, port = tmp_path / "chunks.jsonl", free_loopback_port()
+    commands = Recorder(ros_node, "/joint_commands")
+
+    def side(name: str, args: list[str]) -> subprocess.Popen:
+        log = open(tmp_path / f"{name}.log", "w")
+        return subprocess.Popen(
+            [str(SIDE_PY), *args],
+            env=side_env(),
+            cwd=tmp_path,  # both write logs/ where they run
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    server = side(
+        "server",
+        ["-c", POLICY_SERVER_WITH_TAP, str(tap), "--host=127.0.0.1", f"--port={port}", "--fps=30"],
+    )
+    client = side(
+        "client",
+        [
+            "-m",
+            "lerobot.async_inference.robot_client",
+            "--robot.type=ros",
+            f"--robot.contract={path}",  # no limits: what the robot sends is what the policy said
+            "--robot.connect_timeout_s=120",
+            "--robot.max_age_s=2.0",
+            f"--server_address=127.0.0.1:{port}",
+            "--policy_type=act",
+            f"--pretrained_name_or_path={ACT_CHECKPOINT}",
+            "--policy_device=cpu",
+            "--actions_per_chunk=10",
+            "--chunk_size_threshold=0.5",
+            "--aggregate_fn_name=latest_only",  # a queued action is replaced, not blended
+            "--fps=30",
+            "--task=Pick up the cube and lift it",
+        ],
+    )
+
+    def logs() -> str:
+        return "".join(
+            f"\n--- {n}:\n{(tmp_path / f'{n}.log').read_text(errors='replace')[-3000:]}"
+            for n in ("server", "client")
+        )
+
+    try:
+        # three chunks' worth of commands: the client asked for more than one chunk and played them
+        ok = wait_until(
+            lambda: len(commands.values) >= 30 or server.poll() is not None or client.poll() is not None,
+            timeout=180,
+        )
+        assert ok and len(commands.values) >= 30, (
+            f"{len(commands.values)} commands on /joint_commands{logs()}"
+        )
+    finally:
+        for p in (client, server):
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGINT)
+        for p in (client, server):
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+    chunks = [json.loads(line) for line in tap.read_text().splitlines()]
+    assert len(chunks) >= 2, f"{len(chunks)} chunks from the server{logs()}"
+    produced = np.asarray([a for c in chunks for a in c["actions"]], dtype=np.float64)
+    chunk_of = np.asarray([i for i, c in enumerate(chunks) for _ in c["actions"]])
+    assert produced.shape[1] == len(JOINTS)
+    sent = np.asarray(commands.values)
+    # every command on the sim's topic is one of the server's actions (float32 tensors -> float64 messages)
+    nearest = np.abs(sent[:, None, :] - produced[None, :, :]).max(axis=2).min(axis=1)
+    assert nearest.max() < 1e-6, nearest.max()
+    # ...taken from more than one chunk (the client sent observations again and used the new answer)
+    used = {int(chunk_of[np.abs(produced - cmd).max(axis=1).argmin()]) for cmd in sent}
+    assert len(used) >= 2, used
+
+
+# one step per line on stdin: the test checks the emulated servos' torque between the steps
+TORQUE_SERVICE_STEPS = """
+import json, sys, time
+from lerobot.teleoperators.utils import make_teleoperator_from_config
+from lerobot_teleoperator_ros import RosTeleoperatorConfig
+
+def report(**values):
+    print(json.dumps(values), flush=True)
+    sys.stdin.readline()
+
+def follow(goal, timeout_s):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        tel.write_goal_positions(goal)
+        time.sleep(1 / 30)
+        if abs(tel.get_action()["elbow_flex.pos"] - goal["elbow_flex.pos"]) < 0.01:
+            break
+    return tel.get_action()
+
+tel = make_teleoperator_from_config(RosTeleoperatorConfig(contract=sys.argv[1], connect_timeout_s=120))
+tel.connect()
+start = tel.get_action()
+t = time.monotonic()
+tel.enable_torque()
+report(step="enabled", enable_s=time.monotonic() - t)
+goal = dict(start, **{"elbow_flex.pos": start["elbow_flex.pos"] + 0.3})
+reached = follow(goal, 10.0)
+t = time.monotonic()
+tel.disable_torque()
+report(step="released", disable_s=time.monotonic() - t, start=start, goal=goal, reached=reached)
+# released: the bus node no longer takes commands, so these move nothing
+after = follow(start, 1.0)
+tel.disconnect()
+report(step="done", after=after)
+"""
+
+
+def test_teleoperator_torque_through_the_read_only_leader_bus(side_venv, tmp_path):
+    """enable_torque / disable_torque call the torque_enable service of a read-only leader bus node
+    (lerobot_drivers motor_bus, as in the teleop and HIL profiles); the servos' torque registers follow."""
+    from lerobot_core.ros.testing import RosProcess
+    from lerobot_drivers.servo_emulator import EmulatorProcess
+
+    bus_params = {"robot": "so101_leader", "read_only": True, "autostart": True, "rate_hz": 100.0}
+    with (
+        EmulatorProcess("so101_leader", str(tmp_path / "leader"), tau_s=0.05) as leader,
+        RosProcess(
+            "lerobot_drivers",
+            "motor_bus",
+            name="leader_bus",
+            namespace="leader",
+            parameters={**bus_params, "port": leader.port, "timeout_ms": 200.0},
+        ) as bus,
+    ):
+        side = subprocess.Popen(
+            [str(SIDE_PY), "-c", TORQUE_SERVICE_STEPS, str(SIM_PRESET.parent / "so101.yaml")],
+            env=side_env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=open(tmp_path / "side.log", "w"),
+            text=True,
+        )
+
+        def step() -> dict:
+            line = side.stdout.readline()
+            assert line, (
+                f"side process ended:\n{(tmp_path / 'side.log').read_text()[-4000:]}\n{bus.output()[-2000:]}"
+            )
+            return json.loads(line)
+
+        try:
+            assert not any(leader.call("torque").values())  # a leader bus node starts with torque off
+            enabled = step()
+            torque_on = leader.call("torque")
+            side.stdin.write("\n")
+            side.stdin.flush()
+            released = step()
+            torque_after = leader.call("torque")
+            side.stdin.write("\n")
+            side.stdin.flush()
+            done = step()
+            side.stdin.write("\n")
+            side.stdin.flush()
+            assert side.wait(timeout=30) == 0
+        finally:
+            if side.poll() is None:
+                side.kill()
+                side.wait()
+    assert enabled["step"] == "enabled" and all(torque_on.values()), torque_on
+    # the leader followed the mirror commands while its torque was on
+    assert released["reached"]["elbow_flex.pos"] == pytest.approx(
+        released["goal"]["elbow_flex.pos"], abs=0.02
+    )
+    assert released["reached"]["shoulder_pan.pos"] == pytest.approx(
+        released["start"]["shoulder_pan.pos"], abs=0.02
+    )
+    # disable_torque is immediate (the service answers once the bus thread has written the registers)
+    assert not any(torque_after.values()), torque_after
+    assert released["disable_s"] < 2.0
+    # ...and a released leader ignores commands
+    assert done["after"]["elbow_flex.pos"] == pytest.approx(released["reached"]["elbow_flex.pos"], abs=0.02)
+    assert "torque on: following joint_commands" in bus.output()
+    assert "torque off: free to move" in bus.output()
+
+
+def test_lerobot_record_equals_the_recorder_node_frame_for_frame(side_venv, tmp_path, ros_node):
+    """One lockstep run recorded twice: by lerobot-record through the plugins and by our recorder node,
+    from the same topics with the same contract (the plugin's sim preset).
+
+    The alignment: lerobot-record drives the lockstep sim (--robot.lockstep: each get_observation is the
+    next tick, each command is stamped with it; --teleop.lockstep: the scripted expert's answer to that
+    tick), so each of its frames is one sim tick; the recorder node is a required consumer of the sim (it
+    acknowledges each tick on sim/tick_ack), so it takes in every tick too. Its one long episode (stopped
+    with SIGINT after lerobot-record is done) holds LeRobot's episode as a contiguous run of frames.
+    Compared: observation.state and action exactly (float32 of the same float64 messages); the two
+    cameras' decoded videos within codec tolerance (both sides encode the same raw frames with H.264).
+    """
+    from lerobot_core.ros.testing import RosProcess
+    from lerobot_recorder.dataset.reader import DatasetReader
+
+    ours, theirs = tmp_path / "recorder_node", tmp_path / "lerobot_record"
+    with (
+        RosProcess(
+            "lerobot_sim",
+            "sim",
+            parameters={
+                "autostart": True,
+                "mode": "lockstep",
+                "required_consumers": ["recorder"],
+                "fps": 30.0,
+                "seed": 0,
+                "cameras": ["front", "wrist"],
+                "image_width": 320,
+                "image_height": 240,
+            },
+        ) as sim,
+        RosProcess(
+            "lerobot_sim",
+            "scripted_expert",
+            parameters={"fps": 30.0},
+            remappings={"joint_commands": "/leader/joint_states"},  # the expert is the leader arm
+        ),
+        RosProcess(
+            "lerobot_recorder",
+            "recorder",
+            name="recorder",
+            parameters={
+                "autostart": True,
+                "contract": str(SIM_PRESET),
+                "dataset_root": str(ours),
+                "num_episodes": 1,
+                "episode_time_s": 600.0,  # ended by SIGINT, which saves the episode in progress
+                "reset_time_s": 0.0,
+                "vcodec": "libx264",
+                "auto_record": True,
+                "exit_when_done": True,
+                "use_sim_time": True,
+                "tick_ack": True,
+            },
+        ) as recorder,
+    ):
+        # the recorder node begins its episode once every stream of the contract has spoken, and the
+        # action stream speaks with lerobot-record's first command: too late for the first ticks. So the
+        # test speaks first, with a command for a tick long past (stamp 1 ns), which the lockstep sim ignores
+        from builtin_interfaces.msg import Time
+        from sensor_msgs.msg import JointState
+
+        prime = ros_node.create_publisher(JointState, "/joint_commands", 10)
+        primer = JointState(name=JOINTS, position=[0.0] * len(JOINTS))
+        primer.header.stamp = Time(sec=0, nanosec=1)
+
+        def recording() -> bool:
+            prime.publish(primer)
+            return "recording episode 0" in recorder.output()
+
+        assert wait_until(recording, timeout=120, interval=0.2), (
+            f"sim:\n{sim.output()[-2000:]}\nrecorder:\n{recorder.output()[-2000:]}"
+        )
+        res = run_lerobot(
+            "lerobot-record",
+            [
+                "--robot.type=ros",
+                f"--robot.contract={SIM_PRESET}",  # no limits: what is sent is the teleop's action
+                "--robot.lockstep=true",
+                "--robot.connect_timeout_s=120",
+                *TELEOP_ARGS,
+                "--teleop.lockstep=true",
+                "--dataset.repo_id=local/ros_plugin_lockstep",
+                f"--dataset.root={theirs}",
+                "--dataset.single_task=Pick up the cube and lift it",
+                "--dataset.num_episodes=1",
+                "--dataset.episode_time_s=4",
+                "--dataset.reset_time_s=0",
+                "--dataset.push_to_hub=false",
+                "--dataset.vcodec=h264",
+                "--display_data=false",
+                "--play_sounds=false",
+            ],
+        )
+        assert res.returncode == 0, (
+            f"{res.stdout[-2000:]}\n{res.stderr[-6000:]}\nsim:\n{sim.output()[-2000:]}\n"
+            f"recorder:\n{recorder.output()[-2000:]}"
+        )
+        os.killpg(recorder.pid, signal.SIGINT)
+        assert recorder.proc.wait(timeout=60) == 0, recorder.output()[-3000:]
+    a, b = DatasetReader(theirs), DatasetReader(ours)
+    assert a.num_episodes == 1 and b.num_episodes == 1
+    fa, fb = a.episode(0), b.episode(0)
+    sa, aa = np.asarray(fa["observation.state"]), np.asarray(fa["action"])
+    sb, ab = np.asarray(fb["observation.state"]), np.asarray(fb["action"])
+    n = len(sa)
+    assert n >= 20, n  # 4 s of wall time at what lockstep allows on this machine
+
+    # the recorder node's frames are a run of lerobot-record's, frame for frame, bit for bit (state and
+    # action): find where its first frame sits (a still arm can repeat a frame, so try each candidate)
+    def run_from(i: int) -> int:
+        k = min(len(sb), n - i)
+        return k if np.array_equal(sa[i : i + k], sb[:k]) and np.array_equal(aa[i : i + k], ab[:k]) else 0
+
+    starts = [i for i in range(n) if run_from(i)]
+    assert starts, (
+        "no run of lerobot-record's frames equals the recorder node's",
+        sa[:3],
+        sb[:3],
+        aa[:3],
+        ab[:3],
+    )
+    d = starts[0]
+    common = run_from(d)
+    print("lerobot-record frames", n, "recorder node frames", len(sb), "offset", d, "equal", common)
+    # from LeRobot's first frame on (the primed recorder was recording before the first tick), to its last
+    # but one: the recorder node does not write the last tick, whose action stream never passes it (nothing
+    # is commanded after lerobot-record stops) before the SIGINT closes the episode
+    assert d == 0 and common >= n - 1, (d, common, n, len(sb))
+    assert np.ptp(sa, axis=0).max() > 0.01  # the arm moved: equal frames are not a still arm's
+    for key in ("observation.images.front", "observation.images.wrist"):
+        va = a.video_frames(key, 0)[d : d + common].astype(np.int16)
+        vb = b.video_frames(key, 0)[:common].astype(np.int16)
+        assert va.shape == vb.shape == (common, 240, 320, 3), (va.shape, vb.shape)
+        error = np.abs(va - vb).mean(axis=(1, 2, 3))
+        print(key, "mean abs error per frame: max", error.max(), "median", np.median(error))
+        assert error.max() < 4.0, error

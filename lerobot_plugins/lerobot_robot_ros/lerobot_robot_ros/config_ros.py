@@ -88,6 +88,11 @@ class RosRobotConfig(RobotConfig):
     # bound on the change of each joint per send_action (rad); None: from the registry's velocity / fps
     max_step_rad: float | None = None
     trajectory_time_s: float | None = None  # JointTrajectory time_from_start; None: one period (1/fps)
+    # a lockstep sim (lerobot_sim mode:=lockstep): get_observation waits for the next tick (every observation
+    # topic stamped alike, later than the last one returned; no wall-clock age check) and send_action stamps
+    # its command with that tick, which is what steps the sim
+    lockstep: bool = False
+    lockstep_timeout_s: float = 10.0  # get_observation fails when no new tick comes this long
 
     def __post_init__(self):
         super().__post_init__()
@@ -127,7 +132,11 @@ class RosRobotConfig(RobotConfig):
                 f"--robot.command_topic={ctopic}: the robot reads that topic as an observation; "
                 "commands need their own topic"
             )
-        for name, value in (("connect_timeout_s", self.connect_timeout_s), ("max_age_s", self.max_age_s)):
+        for name, value in (
+            ("connect_timeout_s", self.connect_timeout_s),
+            ("max_age_s", self.max_age_s),
+            ("lockstep_timeout_s", self.lockstep_timeout_s),
+        ):
             if value is not None and not (math.isfinite(value) and value > 0):
                 raise ValueError(f"--robot.{name}={value}: must be a positive number of seconds")
         limits = {}

@@ -8,6 +8,9 @@
   (:class:`StaleObservationError`), never a silent repeat.
 * ``send_action()``: contract units -> published units (rad) -> safety (joint limits, bounded change per
   call, non-finite rejected) -> the command topic; returns what was sent, in the contract's units.
+* ``lockstep`` (a lockstep sim, which steps only on a command stamped with its current tick):
+  ``get_observation()`` waits for the next tick (all topics stamped alike, later than the last one
+  returned) instead of checking ages, and ``send_action()`` stamps the command with that tick.
 * Calibration belongs to the driver node: ``is_calibrated`` is True and ``calibrate()`` does nothing.
 """
 
@@ -21,7 +24,7 @@ import numpy as np
 from lerobot.robots.robot import Robot
 from lerobot.utils.errors import DeviceAlreadyConnectedError, DeviceNotConnectedError
 
-from lerobot_core.ros.device import BackgroundNode, import_rclpy, message_class
+from lerobot_core.ros.device import BackgroundNode, import_rclpy, message_class, stamp_ns
 from lerobot_core.safety import SafetyFilter, SafetyLimits
 
 from .config_ros import (
@@ -68,6 +71,7 @@ class RosRobot(Robot):
         scale, offset = self.contract.unit_conversion("action")
         self._act_scale, self._act_offset = scale, offset
         self._safety = SafetyFilter(self._limits())
+        self._tick_ns = -1  # lockstep: the stamp of the last tick get_observation returned
 
     def __str__(self) -> str:
         return f"ros robot {self.id or self.name}"
@@ -124,6 +128,7 @@ class RosRobot(Robot):
             node.close()
             raise
         self._node = node
+        self._tick_ns = -1
         self._anchor_safety()
         logger.info(
             "%s connected (%d topics, commands on %s)", self, len(self._obs.streams), node.resolve(ctopic)
@@ -133,7 +138,15 @@ class RosRobot(Robot):
         if not self.is_connected:
             raise DeviceNotConnectedError(f"{self} is not connected")
         node, self._node = self._node, None
-        self._publisher = None
+        publisher, self._publisher = self._publisher, None
+        # the last command may still be in flight: closing the node now would drop it (the lockstep sim
+        # would never see the tick's answer, a recorder never record it)
+        from rclpy.duration import Duration
+
+        if not publisher.wait_for_all_acked(Duration(seconds=1.0)):
+            logger.warning(
+                "%s: the last command on %s was not acknowledged in 1 s", self, publisher.topic_name
+            )
         node.close()
         logger.info("%s disconnected", self)
 
@@ -147,12 +160,38 @@ class RosRobot(Robot):
     def get_observation(self) -> dict:
         if not self.is_connected:
             raise DeviceNotConnectedError(f"{self} is not connected. Run `.connect()` first.")
+        if self.config.lockstep:
+            self._tick_ns = self._wait_for_next_tick()
+        return self._read_observation()
+
+    def _wait_for_next_tick(self) -> int:
+        """The stamp (ns) of the next complete lockstep tick: every topic stamped alike, later than the last."""
+        topics = list(self._obs.streams)
+        deadline = time.monotonic() + self.config.lockstep_timeout_s
+        while True:
+            counts = self._node.counts()
+            stamps = {t: stamp_ns(self._node.latest(t).msg) for t in topics}
+            newest = max(stamps.values())
+            if newest > self._tick_ns and all(v == newest for v in stamps.values()):
+                return newest
+            left = deadline - time.monotonic()
+            if left <= 0:
+                seen = ", ".join(f"{self._node.resolve(t)} at {v / 1e9:.3f} s" for t, v in stamps.items())
+                raise StaleObservationError(
+                    f"{self}: --robot.lockstep: no complete tick after sim time {self._tick_ns / 1e9:.3f} s "
+                    f"within {self.config.lockstep_timeout_s:g} s (latest: {seen}); is the sim in lockstep "
+                    "mode and waiting for this robot's commands?"
+                )
+            self._node.wait_newer({t: counts[t] for t in topics}, left)
+
+    def _read_observation(self) -> dict:
         now = time.monotonic()
         values = {}
         for topic in self._obs.streams:
             latest = self._node.latest(topic)
             age = now - latest.received
-            if age > self._max_age(topic):
+            # lockstep: the sim waits for this robot, so a tick can be old in wall time and still current
+            if not self.config.lockstep and age > self._max_age(topic):
                 raise StaleObservationError(
                     f"{self}: the latest message on {self._node.resolve(topic)} is {age:.3f} s old "
                     f"(max {self._max_age(topic):g} s): its publisher stalled or stopped"
@@ -183,7 +222,7 @@ class RosRobot(Robot):
     def _anchor_safety(self) -> None:
         """Bound the first command relative to where the arm is now (when the observation has it)."""
         try:
-            obs = self.get_observation()
+            obs = self._read_observation()  # not a lockstep tick: LeRobot's first get_observation gets it
         except StaleObservationError:
             obs = {}
         if all(n in obs for n in self._action_names):
@@ -214,7 +253,12 @@ class RosRobot(Robot):
         _, ctype = self.config.command
         msg = self._msg_class()
         values = [float(v) for v in positions]
-        stamp = self._node.node.get_clock().now().to_msg()
+        if self.config.lockstep and self._tick_ns >= 0:  # the tick this command answers
+            stamp = message_class("builtin_interfaces/msg/Time")(
+                sec=self._tick_ns // 1_000_000_000, nanosec=self._tick_ns % 1_000_000_000
+            )
+        else:
+            stamp = self._node.node.get_clock().now().to_msg()
         if ctype == FLOAT64_MULTI_ARRAY:
             msg.data = values
         elif ctype == JOINT_STATE:

@@ -33,9 +33,18 @@ class RosTeleoperatorConfig(TeleoperatorConfig):
     domain_id: int | None = None
     connect_timeout_s: float = 10.0
     max_age_s: float = 0.5  # a leader message older than this is an error in get_action
-    # active leader (HIL): mirror the follower by commanding the leader's bus node (lerobot_drivers
-    # motor_bus_node with read_only:=false safe_state:=torque_off); relative to `namespace`
+    # a leader that answers a lockstep sim's ticks (lerobot_sim scripted_expert, stamped with the tick):
+    # get_action waits for a message stamped later than the last one returned, instead of checking ages
+    lockstep: bool = False
+    lockstep_timeout_s: float = 10.0  # get_action fails when no newer leader message comes this long
+    # active leader (HIL): mirror the follower by commanding the leader's bus node; relative to `namespace`
     command_topic: str = "leader/joint_commands"
+    # torque of a read-only leader bus node (lerobot_drivers motor_bus, read_only:=true): std_srvs/SetBool,
+    # true = torque on and follow command_topic, false = torque off at once. "" or a bus node without the
+    # service (read_only:=false): torque comes on with the first command and goes off command_timeout_s
+    # after the last one (safe_state:=torque_off)
+    torque_service: str = "leader/torque_enable"
+    service_timeout_s: float = 5.0  # how long enable_torque waits for the service to appear / answer
 
     def __post_init__(self):
         if self.topic:
@@ -65,7 +74,7 @@ class RosTeleoperatorConfig(TeleoperatorConfig):
             raise ValueError(
                 "--teleop.type=ros needs --teleop.contract=PATH or --teleop.topic=... --teleop.joints=[...]"
             )
-        for name in ("connect_timeout_s", "max_age_s"):
+        for name in ("connect_timeout_s", "max_age_s", "service_timeout_s", "lockstep_timeout_s"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"--teleop.{name}={value}: must be a positive number of seconds")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lerobot_core.ros.device import BackgroundNode, message_class
+from lerobot_core.ros.device import BackgroundNode, message_class, stamp_ns
 
 
 def test_message_class_by_name():
@@ -41,3 +41,56 @@ def test_latest_message_and_timeout_naming_the_topic():
     finally:
         node.close()
     node.close()  # idempotent
+
+
+def test_stamp_ns():
+    msg = message_class("sensor_msgs/msg/JointState")()
+    msg.header.stamp.sec, msg.header.stamp.nanosec = 3, 5
+    assert stamp_ns(msg) == 3_000_000_005
+    assert stamp_ns(message_class("std_msgs/msg/Float64MultiArray")()) == 0  # no header
+
+
+def test_wait_newer_wakes_on_a_new_message_only():
+    node = BackgroundNode("test_device_newer")
+    try:
+        node.subscribe("ticks", "std_msgs/msg/Float64MultiArray")
+        pub = node.publisher("ticks", "std_msgs/msg/Float64MultiArray")
+        msg = message_class("std_msgs/msg/Float64MultiArray")(data=[1.0])
+        for _ in range(50):  # until the subscription matched
+            pub.publish(msg)
+            if node.wait_newer({"ticks": 0}, 0.1):
+                break
+        seen = node.counts()
+        assert seen["ticks"] >= 1
+        assert not node.wait_newer(seen, 0.2)  # nothing newer
+        pub.publish(msg)
+        assert node.wait_newer(seen, 5.0)
+    finally:
+        node.close()
+
+
+def test_service_call_and_a_missing_service_named():
+    from std_srvs.srv import SetBool
+
+    server = BackgroundNode("test_device_server", namespace="leader")
+    client_node = BackgroundNode("test_device_client")
+    try:
+        requests = []
+
+        def on_request(request, response):
+            requests.append(request.data)
+            response.success, response.message = True, f"torque {'on' if request.data else 'off'}"
+            return response
+
+        server.node.create_service(SetBool, "torque_enable", on_request)
+        client = client_node.service_client("leader/torque_enable", "std_srvs/srv/SetBool")
+        response = client_node.call(client, SetBool.Request(data=True), 10.0)
+        assert response.success and response.message == "torque on" and requests == [True]
+        missing = client_node.service_client("nobody/torque_enable", "std_srvs/srv/SetBool")
+        with pytest.raises(TimeoutError, match="/nobody/torque_enable is not available"):
+            client_node.call(missing, SetBool.Request(data=False), 0.3)
+        with pytest.raises(ImportError, match="std_srvs/srv/Nope"):
+            client_node.service_client("x", "std_srvs/srv/Nope")
+    finally:
+        client_node.close()
+        server.close()

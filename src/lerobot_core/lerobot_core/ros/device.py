@@ -56,6 +56,12 @@ def message_class(msgtype: str):
         raise ImportError(f"{package}.msg has no message {name} (for {msgtype})") from None
 
 
+def stamp_ns(msg) -> int:
+    """A message's header stamp in nanoseconds (0 for a message without a header)."""
+    header = getattr(msg, "header", None)
+    return 0 if header is None else header.stamp.sec * 1_000_000_000 + header.stamp.nanosec
+
+
 @dataclass
 class Latest:
     """The newest message of one topic, when it arrived (time.monotonic) and how many so far."""
@@ -118,6 +124,30 @@ class BackgroundNode:
     def publisher(self, topic: str, msgtype: str, qos: str = "reliable", depth: int = 10):
         return self.node.create_publisher(message_class(msgtype), topic, qos_profile(qos, depth))
 
+    def service_client(self, name: str, srvtype: str):
+        """A client of service ``name`` (relative to this node's namespace), e.g. 'std_srvs/srv/SetBool'."""
+        package, _, type_name = srvtype.split("/")
+        try:
+            cls = getattr(importlib.import_module(f"{package}.srv"), type_name)
+        except (ImportError, AttributeError) as exc:
+            raise ImportError(f"service type {srvtype} is not importable: {exc}") from exc
+        return self.node.create_client(cls, name)
+
+    def call(self, client, request, timeout_s: float):
+        """The response of one call on ``client`` (served by this node's executor thread).
+
+        TimeoutError names the service when it is not there or does not answer within ``timeout_s``.
+        """
+        if not client.wait_for_service(timeout_sec=timeout_s):
+            raise TimeoutError(f"service {client.service_name} is not available (waited {timeout_s:g} s)")
+        future = client.call_async(request)
+        done = threading.Event()
+        future.add_done_callback(lambda _: done.set())
+        if not done.wait(timeout_s):
+            client.remove_pending_request(future)
+            raise TimeoutError(f"service {client.service_name} did not answer within {timeout_s:g} s")
+        return future.result()
+
     def latest(self, topic: str) -> Latest:
         with self._lock:
             slot = self._latest[topic]
@@ -143,6 +173,14 @@ class BackgroundNode:
                 f"no message on {names} within {timeout_s:g} s (ROS_DOMAIN_ID="
                 f"{os.environ.get('ROS_DOMAIN_ID', '0')}): is the node publishing it running, on this "
                 "domain, and is the topic name right?"
+            )
+
+    def wait_newer(self, counts: dict[str, int], timeout_s: float) -> bool:
+        """Block until a topic of ``counts`` has a message newer than its count there (True), or
+        ``timeout_s`` passes (False)."""
+        with self._cond:
+            return self._cond.wait_for(
+                lambda: any(self._latest[t].count > n for t, n in counts.items()), timeout=timeout_s
             )
 
     def counts(self) -> dict[str, int]:
