@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+NORMALIZATION = {"VISUAL": "MEAN_STD", "STATE": "MEAN_STD", "ENV": "MEAN_STD", "ACTION": "MEAN_STD"}
 
 
 def run(cmd: list[str], log: Path, env: dict | None = None) -> float:
@@ -131,6 +132,9 @@ def main() -> int:
     )
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--chunk-size", type=int, default=20)
+    ap.add_argument(
+        "--n-action-steps", type=int, default=10, help="actions run per chunk before the next inference (0 = chunk)"
+    )
     ap.add_argument("--eval-episodes", type=int, default=20)
     ap.add_argument("--eval-seed", type=int, default=1000, help="first eval seed (demos use seeds from 0)")
     ap.add_argument("--max-steps", type=int, default=150, help="eval episode step limit (0 = env's 300)")
@@ -182,8 +186,12 @@ def main() -> int:
         if train_dir.exists():
             shutil.rmtree(train_dir)
         policy = ["--policy.type=act", "--policy.pretrained_backbone_weights=null"]
-        policy += [f"--policy.chunk_size={args.chunk_size}", f"--policy.n_action_steps={args.chunk_size}"]
+        n_action_steps = args.n_action_steps or args.chunk_size
+        policy += [f"--policy.chunk_size={args.chunk_size}", f"--policy.n_action_steps={n_action_steps}"]
         policy += ["--policy.dim_model=128", "--policy.dim_feedforward=512"]
+        # LeRobot's ACT normalizes VISUAL, STATE and ACTION only: the cube pose would enter raw (a few
+        # cm of variation on a 0.2 m offset); normalize it like the state
+        policy += [f"--policy.normalization_mapping={json.dumps(NORMALIZATION)}"]
         policy += ["--policy.n_encoder_layers=2", "--policy.n_decoder_layers=1"]
         policy += [f"--policy.use_vae={str(args.vae).lower()}", f"--policy.optimizer_lr={args.lr}"]
         policy += [f"--policy.optimizer_lr_backbone={args.lr}"]

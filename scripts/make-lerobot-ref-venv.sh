@@ -30,9 +30,10 @@ if [ -f "$VENV/.ready" ]; then
         pipi -r "$ROOT/requirements-ros-wheels.txt"
     fi
     # plugins came later too (their distributions: importing them needs lerobot_core, which the tests put
-    # on the path)
-    if ! "$VENV/bin/python" -c "import rerun, importlib.metadata as m; [m.distribution(p) for p in \
-            ('lerobot_robot_ros', 'lerobot_teleoperator_ros', 'lerobot_camera_ros')]" 2>/dev/null; then
+    # on the path), editable from this checkout (a venv shared by several checkouts follows the last one)
+    if ! "$VENV/bin/python" -c "import sys, rerun, importlib.metadata as m; sys.exit(not all(sys.argv[1] in \
+            (m.distribution(p).read_text('direct_url.json') or '') for p in \
+            ('lerobot_robot_ros', 'lerobot_teleoperator_ros', 'lerobot_camera_ros')))" "$ROOT/lerobot_plugins" 2>/dev/null; then
         pipi 'rerun-sdk>=0.24,<0.27'
         install_plugins
     fi
