@@ -133,7 +133,10 @@ def main() -> int:
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--chunk-size", type=int, default=20)
     ap.add_argument(
-        "--n-action-steps", type=int, default=10, help="actions run per chunk before the next inference (0 = chunk)"
+        "--n-action-steps",
+        type=int,
+        default=10,
+        help="actions run per chunk before the next inference (0 = chunk)",
     )
     ap.add_argument("--eval-episodes", type=int, default=20)
     ap.add_argument("--eval-seed", type=int, default=1000, help="first eval seed (demos use seeds from 0)")

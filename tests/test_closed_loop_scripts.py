@@ -1,0 +1,98 @@
+"""The closed loop and the DAgger round, each one command, end to end at toy size.
+
+scripts/closed_loop.py records demos through ROS (lockstep sim, scripted expert, recorder), trains an
+ACT with LeRobot 0.4.4's own lerobot-train (the side venv), and evaluates the checkpoint through ROS;
+scripts/dagger_round.py then drives the HIL sim profile with that checkpoint, fine-tunes it and
+evaluates both. A few training steps only: what is checked is that every stage runs on what the
+previous one wrote and that the figures the scripts print come from real runs (0 dropped ticks, the
+expert's success, the interventions the HIL dataset holds), not the policies' quality
+(docs/closed_loop.md has the measured figures).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+REF_VENV = Path(os.environ.get("LEROBOT_REF_VENV", "/work/lerobot-ref-venv"))
+
+
+def _run(args: list[str], timeout: float) -> subprocess.CompletedProcess:
+    if not (REF_VENV / ".ready").exists():
+        pytest.fail(f"LeRobot side venv {REF_VENV} is missing: run scripts/make-lerobot-ref-venv.sh")
+    res = subprocess.run(
+        [sys.executable, *args, "--lerobot-python", str(REF_VENV / "bin" / "python")],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+    )
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]
+    return res
+
+
+@pytest.fixture(scope="module")
+def closed_loop(tmp_path_factory):
+    out = tmp_path_factory.mktemp("closed_loop") / "run"
+    res = _run(
+        [
+            "scripts/closed_loop.py",
+            *("--demos", "2", "--steps", "6", "--save-freq", "3", "--batch-size", "8"),
+            *("--eval-episodes", "1", "--max-steps", "120", "--num-workers", "0", "--out", str(out)),
+        ],
+        timeout=900,
+    )
+    return out, res.stdout
+
+
+def test_closed_loop_records_trains_and_evaluates(closed_loop):
+    out, stdout = closed_loop
+    metrics = json.loads((out / "metrics.json").read_text())
+    info = json.loads((out / "dataset" / "meta" / "info.json").read_text())
+    # one demo = one sim episode, recorded in lockstep: every frame there, each episode one pick
+    assert metrics["demos"] == info["total_episodes"] == 2
+    assert metrics["record_dropped_ticks"] == 0
+    assert 2 * 80 <= info["total_frames"] <= 2 * 301, info["total_frames"]
+    assert "observation.environment_state" in info["features"]
+    assert not any(f["dtype"] == "video" for f in info["features"].values())
+    # LeRobot trained it: two checkpoints, each served through ROS on the unseen seed 1000
+    assert set(metrics["eval"]) == {"act_step_3", "act_step_6", "scripted", "random"}
+    assert metrics["eval_seeds"] == [1000, 1000]
+    assert metrics["eval"]["scripted"]["pc_success"] == 100.0
+    config = json.loads(
+        (out / "train" / "checkpoints" / "last" / "pretrained_model" / "config.json").read_text()
+    )
+    assert config["input_features"]["observation.environment_state"]["shape"] == [7]
+    assert config["normalization_mapping"]["ENV"] == "MEAN_STD"
+    assert "pc_success on seeds 1000..1000:" in stdout and "act_step_6" in stdout
+
+
+def test_dagger_round_adds_hil_episodes_and_fine_tunes(closed_loop, tmp_path):
+    out, _ = closed_loop
+    v0 = out / "train" / "checkpoints" / "last" / "pretrained_model"
+    res = _run(
+        [
+            "scripts/dagger_round.py",
+            *("--v0", str(v0), "--demos", str(out / "dataset"), "--hil-episodes", "1"),
+            *("--hil-episode-time", "10.0", "--steps", "3", "--batch-size", "8"),
+            *("--eval-episodes", "1", "--max-steps", "60", "--out", str(tmp_path / "dagger")),
+        ],
+        timeout=900,
+    )
+    metrics = json.loads((tmp_path / "dagger" / "metrics.json").read_text())
+    info = json.loads((tmp_path / "dagger" / "dataset" / "meta" / "info.json").read_text())
+    assert info["total_episodes"] == 3  # the 2 demos (marked human-driven) + 1 HIL episode
+    assert "complementary_info.is_intervention" in info["features"]
+    iv = metrics["intervention"]
+    assert iv["hil_episodes"] == 1 and iv["hil_frames"] > 0
+    # a 6-step policy does not lift the cube: the scripted human takes over at its deadline
+    assert iv["episodes_with_intervention"] == 1 and 0 < iv["intervention_frames"] < iv["hil_frames"]
+    assert set(metrics["eval"]) == {"v0", "v1"}
+    assert (tmp_path / "dagger" / "finetune" / "checkpoints" / "last" / "pretrained_model").exists()
+    assert "v1 - v0:" in res.stdout
