@@ -762,7 +762,7 @@ def test_lerobot_record_equals_the_recorder_node_frame_for_frame(side_venv, tmp_
     next tick, each command is stamped with it; --teleop.lockstep: the scripted expert's answer to that
     tick), so each of its frames is one sim tick; the recorder node is a required consumer of the sim (it
     acknowledges each tick on sim/tick_ack), so it takes in every tick too. Its one long episode (stopped
-    with SIGINT after lerobot-record is done) holds LeRobot's episode as a contiguous run of frames.
+    with SIGINT after lerobot-record is done) holds exactly LeRobot's episode, its last frame included.
     Compared: observation.state and action exactly (float32 of the same float64 messages); the two
     cameras' decoded videos within codec tolerance (both sides encode the same raw frames with H.264).
     """
@@ -879,10 +879,10 @@ def test_lerobot_record_equals_the_recorder_node_frame_for_frame(side_venv, tmp_
     d = starts[0]
     common = run_from(d)
     print("lerobot-record frames", n, "recorder node frames", len(sb), "offset", d, "equal", common)
-    # from LeRobot's first frame on (the primed recorder was recording before the first tick), to its last
-    # but one: the recorder node does not write the last tick, whose action stream never passes it (nothing
-    # is commanded after lerobot-record stops) before the SIGINT closes the episode
-    assert d == 0 and common >= n - 1, (d, common, n, len(sb))
+    # every one of LeRobot's frames, from its first (the primed recorder was recording before the first
+    # tick) to its last (complete once its command arrived, though nothing passes it before the SIGINT),
+    # and nothing after it (the sim's next tick has no command)
+    assert d == 0 and common == n == len(sb), (d, common, n, len(sb), recorder.output()[-1500:])
     assert np.ptp(sa, axis=0).max() > 0.01  # the arm moved: equal frames are not a still arm's
     for key in ("observation.images.front", "observation.images.wrist"):
         va = a.video_frames(key, 0)[d : d + common].astype(np.int16)
