@@ -762,7 +762,7 @@ def test_lerobot_record_equals_the_recorder_node_frame_for_frame(side_venv, tmp_
     next tick, each command is stamped with it; --teleop.lockstep: the scripted expert's answer to that
     tick), so each of its frames is one sim tick; the recorder node is a required consumer of the sim (it
     acknowledges each tick on sim/tick_ack), so it takes in every tick too. Its one long episode (stopped
-    with SIGINT after lerobot-record is done) holds LeRobot's episode as a contiguous run of frames.
+    with SIGINT after lerobot-record is done) holds exactly LeRobot's episode, its last frame included.
     Compared: observation.state and action exactly (float32 of the same float64 messages); the two
     cameras' decoded videos within codec tolerance (both sides encode the same raw frames with H.264).
     """
@@ -879,10 +879,10 @@ def test_lerobot_record_equals_the_recorder_node_frame_for_frame(side_venv, tmp_
     d = starts[0]
     common = run_from(d)
     print("lerobot-record frames", n, "recorder node frames", len(sb), "offset", d, "equal", common)
-    # from LeRobot's first frame on (the primed recorder was recording before the first tick), to its last
-    # but one: the recorder node does not write the last tick, whose action stream never passes it (nothing
-    # is commanded after lerobot-record stops) before the SIGINT closes the episode
-    assert d == 0 and common >= n - 1, (d, common, n, len(sb))
+    # every one of LeRobot's frames, from its first (the primed recorder was recording before the first
+    # tick) to its last (complete once its command arrived, though nothing passes it before the SIGINT),
+    # and nothing after it (the sim's next tick has no command)
+    assert d == 0 and common == n == len(sb), (d, common, n, len(sb), recorder.output()[-1500:])
     assert np.ptp(sa, axis=0).max() > 0.01  # the arm moved: equal frames are not a still arm's
     for key in ("observation.images.front", "observation.images.wrist"):
         va = a.video_frames(key, 0)[d : d + common].astype(np.int16)
@@ -891,3 +891,126 @@ def test_lerobot_record_equals_the_recorder_node_frame_for_frame(side_venv, tmp_
         error = np.abs(va - vb).mean(axis=(1, 2, 3))
         print(key, "mean abs error per frame: max", error.max(), "median", np.median(error))
         assert error.max() < 4.0, error
+
+
+LOCKSTEP_TIMEOUTS = """
+import json, sys, threading, time
+from dataclasses import dataclass
+import draccus
+from lerobot.robots.config import RobotConfig
+from lerobot.robots.utils import make_robot_from_config
+from lerobot.teleoperators.config import TeleoperatorConfig
+from lerobot.teleoperators.utils import make_teleoperator_from_config
+import lerobot_robot_ros, lerobot_teleoperator_ros  # what register_third_party_plugins imports
+from lerobot_core.ros.device import BackgroundNode, message_class
+
+@dataclass
+class Cli:
+    robot: RobotConfig
+
+@dataclass
+class TeleopCli:
+    teleop: TeleoperatorConfig
+
+contract, joints = sys.argv[1], json.loads(sys.argv[2])
+S, P = 12_345_000_000, 33_333_333  # a lockstep sim at tick 12.345 s, 30 fps
+# a lockstep sim that waits for a command: its keep-alive repeats the current tick (same stamp) every 50 ms
+feeder = BackgroundNode("lockstep_feeder")
+pubs = {
+    "/joint_states": feeder.publisher("/joint_states", "sensor_msgs/msg/JointState"),
+    "/cameras/front/image_raw": feeder.publisher("/cameras/front/image_raw", "sensor_msgs/msg/Image"),
+    "/leader/joint_states": feeder.publisher("/leader/joint_states", "sensor_msgs/msg/JointState"),
+}
+stamps = dict.fromkeys(pubs, S)
+Time, JointState, Image = (message_class(t) for t in
+    ("builtin_interfaces/msg/Time", "sensor_msgs/msg/JointState", "sensor_msgs/msg/Image"))
+
+def publish_forever():
+    while True:
+        for topic, pub in pubs.items():
+            t = stamps[topic]
+            if topic.endswith("image_raw"):
+                msg = Image(height=8, width=8, encoding="rgb8", step=24, data=bytes(8 * 8 * 3))
+            else:
+                msg = JointState(name=joints, position=[0.1] * len(joints))
+            msg.header.stamp = Time(sec=t // 1_000_000_000, nanosec=t % 1_000_000_000)
+            pub.publish(msg)
+        time.sleep(0.05)
+
+threading.Thread(target=publish_forever, daemon=True).start()
+
+def attempt(call):
+    t0 = time.monotonic()
+    try:
+        call()
+        return {"ok": True, "s": time.monotonic() - t0}
+    except Exception as exc:
+        return {"ok": False, "s": time.monotonic() - t0, "type": type(exc).__name__, "error": str(exc)}
+
+out = {}
+robot = make_robot_from_config(draccus.parse(Cli, args=[
+    "--robot.type=ros", f"--robot.contract={contract}", "--robot.lockstep=true",
+    "--robot.lockstep_timeout_s=1", "--robot.connect_timeout_s=60"]).robot)
+robot.connect()
+out["first"] = attempt(robot.get_observation)  # the tick at S
+out["same_tick"] = attempt(robot.get_observation)  # only repeats of S: no next tick
+stamps["/joint_states"] = S + P
+out["half_tick"] = attempt(robot.get_observation)  # the joints moved on, the camera did not
+stamps["/cameras/front/image_raw"] = S + P
+out["next_tick"] = attempt(robot.get_observation)
+robot.disconnect()
+
+teleop = make_teleoperator_from_config(draccus.parse(TeleopCli, args=[
+    "--teleop.type=ros", "--teleop.topic=/leader/joint_states", f"--teleop.joints=[{','.join(joints)}]",
+    "--teleop.lockstep=true", "--teleop.lockstep_timeout_s=1", "--teleop.connect_timeout_s=60"]).teleop)
+teleop.connect()
+out["action"] = attempt(teleop.get_action)
+out["same_action"] = attempt(teleop.get_action)  # the leader has not answered a newer tick
+stamps["/leader/joint_states"] = S + P
+out["next_action"] = attempt(teleop.get_action)
+teleop.disconnect()
+feeder.close()
+print(json.dumps(out))
+"""
+
+
+def test_lockstep_timeouts_name_the_flag_the_topics_and_the_tick(side_venv, tmp_path):
+    """--robot.lockstep: get_observation fails when no complete newer tick comes in lockstep_timeout_s (a
+    repeated tick or one whose topics disagree is not one), naming the flag, each topic's latest stamp and
+    the last tick; --teleop.lockstep: get_action fails alike when the leader sends nothing newer."""
+    import yaml
+
+    contract = {
+        "fps": 30,
+        "robot_type": "so101_follower",
+        "task": "Wait for the next tick",
+        "units": "radians",
+        "features": {
+            "observation.state": {"topic": "/joint_states", "fields": ["position"], "joints": JOINTS},
+            "action": {"topic": "/joint_commands", "fields": ["position"], "joints": JOINTS},
+            "observation.images.front": {"topic": "/cameras/front/image_raw", "height": 8, "width": 8},
+        },
+    }
+    path = tmp_path / "lockstep.yaml"
+    path.write_text(yaml.safe_dump(contract))
+    out = last_json(run_side(LOCKSTEP_TIMEOUTS, args=[str(path), json.dumps(JOINTS)], timeout=180))
+    print(json.dumps(out, indent=1))
+    assert out["first"]["ok"] and out["next_tick"]["ok"], out
+    for key, latest in (("same_tick", "12.345"), ("half_tick", "12.378")):
+        res = out[key]
+        assert not res["ok"] and res["type"] == "StaleObservationError", res
+        assert 1.0 <= res["s"] < 10.0, res  # after lockstep_timeout_s, not before
+        assert (
+            "so101_follower: --robot.lockstep: no complete tick after sim time 12.345 s within 1 s"
+            in res["error"]
+        ), res
+        assert f"/joint_states at {latest} s" in res["error"], res
+        assert "/cameras/front/image_raw at 12.345 s" in res["error"], res
+    assert out["action"]["ok"] and out["next_action"]["ok"], out
+    res = out["same_action"]
+    assert not res["ok"] and res["type"] == "StaleLeaderError", res
+    assert 1.0 <= res["s"] < 10.0, res
+    assert (
+        "ros teleoperator: --teleop.lockstep: no leader message newer than sim time 12.345 s on "
+        "/leader/joint_states within 1 s" in res["error"]
+    ), res

@@ -50,6 +50,9 @@ class RosTeleoperator(Teleoperator):
         self._torque_via_service: bool | None = None  # None: not asked yet
         self._stamps: dict[str, int] = {}  # lockstep: stamps (ns) of the leader messages last returned
 
+    def __str__(self) -> str:  # errors start with it: LeRobot's default says "None ..." without --teleop.id
+        return f"ros teleoperator {self.id}" if self.id else "ros teleoperator"
+
     @property
     def action_features(self) -> dict:
         return {n: float for n in self._names}

@@ -68,6 +68,8 @@ API
         .restart(start_ns=None) -> AlignmentStats   new episode on the same streams; keeps the
                                                     samples the new episode can use, returns the
                                                     finished episode's stats
+        .covered_ns                                 the newest time every required, non-latched
+                                                    stream has data for (None while one has none)
         .started, .finished, .next_tick_ns, .stats (AlignmentStats), .drops (recent DroppedTick)
     Frame(index, tick_index, time_ns, timestamp, values, sample_ns)
     DroppedTick(tick_index, time_ns, reasons)
@@ -305,6 +307,13 @@ class Aligner:
     def next_tick_ns(self) -> int | None:
         """Time of the next tick to be settled (None before the start)."""
         return None if self._anchor_ns is None else self._tick_ns(self._next_k)
+
+    @property
+    def covered_ns(self) -> int | None:
+        """The newest time every required, non-latched stream has data for (None until each has some)."""
+        if any(not self._buffers[n].times for n in self._gating):
+            return None
+        return min(self._buffers[n].times[-1] for n in self._gating)
 
     def _tick_ns(self, k: int) -> int:
         return self._anchor_ns + (k * _NS * self._fps.denominator) // self._fps.numerator

@@ -286,6 +286,52 @@ def test_samples_received_late_after_the_stop_settle_no_tick_past_it(tmp_path):
     assert oc.dropped_ticks == 0 and oc.frames == 10, oc.message
 
 
+def test_a_stop_in_lockstep_keeps_the_last_tick_whose_samples_all_arrived(tmp_path):
+    """Lockstep at 30 fps: the sim stamps tick k at k x 33333333 ns (whole-ns periods), a few ns behind
+    the recorder's exact 1/30 s grid, so no sample ever lies at or past a tick until the next tick's.
+    The last tick (joints and image both arrived) is nothing the stop may drop; the tick after it, whose
+    image never comes (the run ended), is not written."""
+    contract = dict(CONTRACT, fps=30, features=dict(CONTRACT["features"]))
+    contract["features"]["observation.state"] = dict(contract["features"]["observation.state"], policy="hold")
+    contract["features"]["observation.images.front"] = dict(
+        contract["features"]["observation.images.front"], tolerance=0.034
+    )
+    cfg = LiveConfig(
+        dataset_root=str(tmp_path / "ds"),
+        vcodec="libx264",
+        episode=EpisodeConfig(episode_time_s=1000.0, reset_time_s=0.0, num_episodes=1, task=""),
+    )
+    period, t0, ticks = 33_333_333, 5 * 10**9, 40
+    clock = FakeClock(t0)
+    taken: list[int] = []
+    rec = LiveRecorder(cfg, Contract.from_dict(contract), decode=_decode, clock=clock, on_taken=taken.append)
+    rec.start()
+    try:
+        rec.ingest("/joint_states", _joint_cdr(t0 - period, -1.0), t0 - period)
+        rec.ingest("/cameras/front/image_raw", _image_cdr(t0 - period, 0), t0 - period)
+        out = rec.request("start").result(10)
+        fut = rec.outcome_future(out["seq"])
+        for k in range(ticks):
+            t = clock.t = t0 + k * period
+            rec.ingest("/cameras/front/image_raw", _image_cdr(t, k), t)
+            rec.ingest("/joint_states", _joint_cdr(t, float(k)), t)
+        # the sim stepped once more (its clock and joints) and then waits for a command that never comes
+        t_end = clock.t = t0 + ticks * period
+        rec.ingest("/joint_states", _joint_cdr(t_end, float(ticks)), t_end)
+        deadline = time.monotonic() + 10
+        while (not taken or taken[-1] < t_end - period) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        rec.request("stop").result(10)
+        oc = fut.result(10)
+    finally:
+        rec.close()
+    assert oc.result_code == RESULT_SAVED, oc.message
+    assert oc.frames == ticks and oc.dropped_ticks == 0, oc.message
+    state = np.asarray(DatasetReader(tmp_path / "ds").episode(0)["observation.state"])[:, 0]
+    assert state.tolist() == [float(k) for k in range(ticks)]  # tick k holds the samples stamped at k
+    assert "0.033 s before stop" in oc.message, oc.message
+
+
 def test_cdr_header_stamp_reads_the_stamp_without_decoding():
     t = 1_796_000_000 * 10**9 + 123_456_789
     assert cdr_header_stamp(_image_cdr(t, 3)) == t
