@@ -85,6 +85,8 @@ class PolicyController:
         self.control_priority = control_priority
         self.run_inference = run_inference
         self.priority_note = ""
+        self._control_realtime = False  # the control thread got SCHED_FIFO
+        self._priority_settled = threading.Event()  # ... or could not: the inference thread may start
         self.switch_interval_s = switch_interval_s
         self.stats = ControllerStats()
         self._stop = threading.Event()
@@ -104,6 +106,7 @@ class PolicyController:
         if self.running:
             return
         self._stop.clear()
+        self._priority_settled.clear()
         self.path.reset(self.obs.latest_joints())
         self.stats = ControllerStats()
         # the model thread holds the GIL between torch ops: a short switch interval lets the
@@ -181,6 +184,7 @@ class PolicyController:
             self._wake.set()
 
     def _control_loop(self) -> None:
+        self._control_realtime = False
         if self.control_priority > 0:
             # real-time scheduling for the control thread only (needs CAP_SYS_NICE / rtprio limits)
             try:
@@ -188,10 +192,12 @@ class PolicyController:
                     threading.get_native_id(), os.SCHED_FIFO, os.sched_param(self.control_priority)
                 )
                 self.priority_note = f"control thread SCHED_FIFO {self.control_priority}"
+                self._control_realtime = True
             except (OSError, AttributeError) as exc:
                 self.priority_note = (
                     f"SCHED_FIFO not permitted ({exc}); control thread runs at normal priority"
                 )
+        self._priority_settled.set()
         period = self.period_s
         next_t = time.monotonic()
         last = None
@@ -210,9 +216,12 @@ class PolicyController:
 
     # ------------------------------------------------------------------ inference thread
     def _inference_loop(self) -> None:
-        if self.inference_nice > 0 and hasattr(os, "setpriority"):
-            # Linux nice is per thread: the model (and the OpenMP workers it spawns from this thread)
-            # yields the CPU to the control loop
+        self._priority_settled.wait(1.0)
+        if self.inference_nice > 0 and not self._control_realtime and hasattr(os, "setpriority"):
+            # a control thread without real-time scheduling: Linux nice is per thread, the model
+            # (and the OpenMP workers it spawns from this thread) yields the CPU to the control loop.
+            # A SCHED_FIFO control thread preempts the model anyway; niced then, the model would only
+            # yield to every other process of the machine (on a loaded machine: starve).
             try:
                 os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.inference_nice)
             except OSError:

@@ -4,10 +4,12 @@ Publishes `joint_states` (100 Hz) and an rgb8 camera `cameras/front/image_raw` (
 a pattern that follows the joints), and moves its joints toward the latest command received on
 any of the three command topics (first-order lag, bounded speed). Options:
     --camera-stop-after S   stop publishing images after S seconds (stale input)
+SIGUSR1 stops the images too, when the test has seen what it waits for (stale input on cue).
     --duration S            exit after S seconds
 """
 
 import argparse
+import signal
 import time
 
 import numpy as np
@@ -27,6 +29,8 @@ def main():
     ap.add_argument("--camera-stop-after", type=float, default=-1.0)
     ap.add_argument("--duration", type=float, default=60.0)
     args = ap.parse_args()
+    camera_stopped = {"on_cue": False}
+    signal.signal(signal.SIGUSR1, lambda *_: camera_stopped.update(on_cue=True))
     rclpy.init()
     node = rclpy.create_node("emulated_robot")
     pos = np.zeros(6)
@@ -68,6 +72,8 @@ def main():
         pub_js.publish(msg)
 
     def camera_tick():
+        if camera_stopped["on_cue"]:
+            return
         if args.camera_stop_after >= 0 and time.monotonic() - t0 > args.camera_stop_after:
             return
         img = np.zeros((240, 320, 3), np.uint8)

@@ -150,3 +150,49 @@ def test_threads_drive_with_history(fast_diffusion):
     assert ctl.stats.chunks >= 3 and ctl.stats.inference_errors == 0, ctl.stats.message
     moved = [c for c, held in sent if not held]
     assert moved and all(np.all(np.isfinite(c)) for c in moved), (ctl.stats.message, ctl.stats.held_steps)
+
+
+def _inference_nice(fast_diffusion, control_priority):
+    """The Linux nice of the running inference thread once it produced a chunk, and the note on the
+    control thread's scheduling."""
+    import os
+
+    clock = time.time_ns
+    obs_spec = ObservationSpec(state_names=JOINTS, image_shapes={FRONT: (3, 48, 64)}, fps=30.0, max_age_s=0.5)
+    ctl = PolicyController(
+        fast_diffusion,
+        ObservationBuilder(obs_spec),
+        SchedulerConfig(fps=10.0, n_action_steps=8, chunk_size=8),
+        SafetyFilter(SafetyLimits.build(6, max_step=0.05)),
+        publish_command=lambda cmd, held: None,
+        now_ns=clock,
+        control_priority=control_priority,
+    )
+    ctl.start()
+    try:
+        deadline = time.monotonic() + 30
+        k = 0
+        while time.monotonic() < deadline and ctl.stats.chunks < 1:
+            k += 1
+            ctl.obs.push_joints(list(JOINTS), [0.01 * (k % 10)] * 6, clock())
+            ctl.obs.push_image(FRONT, np.full((48, 64, 3), k % 255, np.uint8), clock())
+            time.sleep(0.02)
+        assert ctl.stats.chunks >= 1, ctl.stats.message
+        inference = next(t for t in ctl._threads if t.name == "policy-inference")
+        return os.getpriority(os.PRIO_PROCESS, inference.native_id), ctl.priority_note
+    finally:
+        ctl.stop()
+
+
+def test_inference_yields_to_a_normal_control_thread_but_not_to_the_machine(fast_diffusion):
+    import os
+
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    nice, _ = _inference_nice(fast_diffusion, control_priority=0)
+    assert nice == 10 or (base > 10 and nice == base)  # the model yields to the control loop
+    nice, note = _inference_nice(fast_diffusion, control_priority=10)
+    if "SCHED_FIFO not permitted" in note:
+        pytest.skip(note)
+    # a SCHED_FIFO control thread preempts the model anyway: a niced model would only starve behind
+    # every other process of a loaded machine
+    assert nice == base, note

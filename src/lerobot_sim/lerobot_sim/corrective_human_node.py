@@ -1,7 +1,8 @@
 """``corrective_human``: the scripted "human" of a simulated human-in-the-loop session.
 
 It plays the operator with a leader arm: it publishes ``teleop/joint_commands`` (sensor_msgs/
-JointState) on every ``joint_states`` message, the follower's own pose while it only watches (a
+JointState) on every ``joint_states`` message (and repeats its newest command at ``fps`` while none
+come, as a leader arm reports at its own rate), the follower's own pose while it only watches (a
 leader mirroring the follower) and the scripted expert's targets while it drives. When the policy's
 rollout goes wrong (``lerobot_sim.corrector``: cube not grasped by a deadline, or the gripper far
 from the expert's plan) it sends ``pause`` then ``takeover`` to the control arbiter
@@ -15,6 +16,8 @@ from functools import partial
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -78,6 +81,8 @@ class CorrectiveHumanNode(Node):
         self._episode: int | None = None
         self._t0_ns = 0
         self._pending = None
+        self._command: list[float] | None = None  # the newest teleop command
+        self._fresh = False  # published since the keep-alive's last tick
         self.pub = self.create_publisher(
             JointState, "teleop/joint_commands", QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
         )
@@ -90,6 +95,13 @@ class CorrectiveHumanNode(Node):
         self.create_subscription(ControlStatus, "arbiter/status", self._on_status, status_qos)
         latest = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
         self.create_subscription(JointState, "joint_states", self._on_joints, latest)
+        # a leader arm reports at its own rate, not only when the follower does: the newest command
+        # is repeated when no joint_states came for a period (the sim resetting or starved, or the
+        # planning of a step running long), on its own callback group, so the arbiter does not see
+        # a live human as silent
+        self.create_timer(
+            1.0 / self.cfg.fps, self._keep_alive, callback_group=MutuallyExclusiveCallbackGroup()
+        )
 
     def _on_cube(self, msg: PoseStamped) -> None:
         p, o = msg.pose.position, msg.pose.orientation
@@ -121,11 +133,22 @@ class CorrectiveHumanNode(Node):
         command, request = self.corrector.step(q, self._cube, t_s, self._mode)
         if self.corrector.state != before and before == "watch":
             self.get_logger().info(f"episode {self._episode}: intervening ({self.corrector.reason})")
-        out = JointState(name=list(JOINT_NAMES), position=[float(v) for v in command])
-        out.header.stamp = self.get_clock().now().to_msg()
-        self.pub.publish(out)
+        self._command = [float(v) for v in command]
+        self._publish(self._command)
         if request is not None:
             self._request(request)
+
+    def _publish(self, position: list[float]) -> None:
+        out = JointState(name=list(JOINT_NAMES), position=position)
+        out.header.stamp = self.get_clock().now().to_msg()
+        self._fresh = True
+        self.pub.publish(out)
+
+    def _keep_alive(self) -> None:
+        command = self._command
+        if command is not None and not self._fresh:
+            self._publish(command)
+        self._fresh = False
 
     def _request(self, command: str) -> None:
         if self._pending is not None and not self._pending.done():
@@ -144,7 +167,13 @@ class CorrectiveHumanNode(Node):
 
 
 def main(args=None) -> int:
-    return run_node(CorrectiveHumanNode, args, errors=(ValueError,), error_prefix="corrective_human: error")
+    return run_node(
+        CorrectiveHumanNode,
+        args,
+        errors=(ValueError,),
+        error_prefix="corrective_human: error",
+        executor=lambda: MultiThreadedExecutor(num_threads=2),  # the keep-alive runs beside a long step
+    )
 
 
 if __name__ == "__main__":

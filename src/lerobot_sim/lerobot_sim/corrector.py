@@ -10,7 +10,9 @@ positions and the cube pose), and decides when to intervene:
 When it intervenes it asks for a pause, then a takeover, drives with a fresh
 :class:`~lerobot_sim.expert.ScriptedExpert` from wherever the arm is (recovery and correction),
 and hands back once the expert has reached ``handback_phase`` (by default ``lift``: and the cube
-is lifted ``lift_m``), or after ``max_intervention_s``. While it does not drive it reports the follower's
+is lifted ``lift_m``), or after ``max_intervention_s``. Should the arbiter hold while it drives
+(its commands fell silent for longer than the arbiter's ``source_timeout_s``), it takes over again
+and goes on with the recovery. While it does not drive it reports the follower's
 own pose, as a leader arm mirroring the follower would, so a takeover starts where the robot is.
 """
 
@@ -106,14 +108,21 @@ class Corrector:
             return q.copy(), "pause"
         if self.state == WANT_TAKEOVER:
             if mode == "human":
-                self.state, self._t_takeover = DRIVING, t_s
-                self.driver.reset()
+                self.state = DRIVING
+                if self._t_takeover is None:  # max_intervention_s counts from the first takeover
+                    self._t_takeover = t_s
+                self.driver.reset()  # (again) from wherever the arm is
             else:
                 return q.copy(), "takeover"
         if self.state == DRIVING:
-            if mode != "human":  # the operator (or a silence) took it away
-                self.state = WATCH if mode == "policy" else self.state
+            if mode == "policy":  # control was handed to the policy: watch again
+                self.state = WATCH
                 return q.copy(), None
+            if mode == "hold":
+                # the arbiter held while the human drove (its commands fell silent for a moment,
+                # e.g. a starved process): the recovery is not done, take the arm back
+                self.state = WANT_TAKEOVER
+                return q.copy(), "takeover"
             action = self.driver.act(q, cube)
             reached = [p.name for p in PHASES].index(self.driver.phase) >= [p.name for p in PHASES].index(
                 self.cfg.handback_phase
@@ -135,5 +144,6 @@ class Corrector:
 
     def _intervene(self, why: str) -> None:
         self.state = WANT_PAUSE
+        self._t_takeover = None
         self.interventions += 1
         self.reason = why

@@ -47,7 +47,9 @@ class ExpertPolicy:
         return self.expert.act(q, cube)
 
 
-def run_episode(env, corrector, policy, seed, steps=300):
+def run_episode(env, corrector, policy, seed, steps=300, human_silent_steps=0):
+    """`human_silent_steps`: that many of the human's commands after its takeover never reach the
+    arbiter (a starved process)."""
     lim = JointLimits.so101()
     arb = Arbiter(
         ArbiterConfig(
@@ -60,6 +62,7 @@ def run_episode(env, corrector, policy, seed, steps=300):
     corrector.reset()
     log = []
     lifted_while_human = False
+    silent_left = human_silent_steps
     for k in range(steps):
         t = k / FPS
         q = obs["agent_pos"].astype(np.float64)
@@ -67,7 +70,10 @@ def run_episode(env, corrector, policy, seed, steps=300):
         arb.update_present(q)
         arb.update_source(Source.POLICY, policy.act(q, cube), t)
         human, request = corrector.step(q, cube, t, MODE_NAMES[arb.mode])
-        arb.update_source(Source.HUMAN, human, t)
+        if arb.mode == Mode.HUMAN and silent_left > 0:
+            silent_left -= 1
+        else:
+            arb.update_source(Source.HUMAN, human, t)
         if request is not None:
             arb.request(request, t)
         cmd = arb.step(t)
@@ -102,6 +108,22 @@ def test_a_failing_policy_is_paused_corrected_and_gets_control_back(env, correct
     for k in range(1, len(log)):
         if k not in switches:
             assert np.max(np.abs(log[k][1] - log[k - 1][1])) <= STEP + 1e-9, k
+
+
+def test_a_human_held_for_silence_takes_over_again_and_hands_back(env):
+    corrector = Corrector(CorrectorConfig(fps=FPS, grasp_deadline_s=4.0))
+    arb, _, lifted = run_episode(env, corrector, StuckPolicy(), seed=3, human_silent_steps=10)
+    events = [(t.previous, t.mode, t.event) for t in arb.transitions]
+    assert events[:6] == [
+        (Mode.HOLD, Mode.POLICY, "start"),
+        (Mode.POLICY, Mode.HOLD, "pause"),
+        (Mode.HOLD, Mode.HUMAN, "takeover"),
+        (Mode.HUMAN, Mode.HOLD, "human_silent"),
+        (Mode.HOLD, Mode.HUMAN, "takeover"),
+        (Mode.HUMAN, Mode.POLICY, "resume"),
+    ], events
+    assert corrector.interventions == 1
+    assert lifted  # the recovery went on after the silence: the cube was grasped before the hand-back
 
 
 def test_a_good_policy_is_left_alone(env, corrector):
