@@ -35,7 +35,7 @@ from functools import partial
 import numpy as np
 import rclpy
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -582,7 +582,10 @@ def main(args=None) -> int:
         args,
         errors=(ValueError,),  # bad parameter values; a bad pedal device fails configure
         error_prefix="control_arbiter: error",
-        executor=lambda: MultiThreadedExecutor(num_threads=2),
+        # one thread: every callback is in one exclusive group and the service clients are asynchronous
+        # (call_async + done callback), so a second thread could only wait; rclpy's multi-threaded
+        # executor busy-polls while the group is taken (95 % CPU, input -> command p99 of 14 periods)
+        executor=SingleThreadedExecutor,
         on_exit=ControlArbiterNode.shutdown_safely,
     )
 
