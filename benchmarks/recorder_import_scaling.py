@@ -2,11 +2,14 @@
 """Benchmark: bag import scaling with workers (`lerobot-bag-import --jobs N` and `--ray`).
 
 Writes `--bags` short bags (one camera + follower/leader joint states), then imports all of them:
-serially (the baseline), with local worker processes (--jobs 1 and 2) and on a local Ray cluster
-started here (127.0.0.1 only, num_cpus = workers, no dashboard). Each worker's encoder is limited to
-`--encoder-threads` threads (default 1) so that one worker uses about one core; the scaling
-efficiency is then t(1 worker) / (N * t(N workers)), target >= 0.8 per added worker. Every run must
-give the same dataset (episodes, frames) as the serial import.
+in this process (no workers: the serial import), with local worker processes (--jobs 1 and 2) and
+on a local Ray cluster started here (127.0.0.1 only, num_cpus = workers, no dashboard). Each
+worker's encoder is limited to `--encoder-threads` cores (default 1; libsvtav1's lp) so that one
+worker uses about one core; the scaling efficiency is t(1 worker) / (N * t(N workers)), both on the
+same worker code path (--jobs 1 is one worker process, not the in-process import), target >= 0.8
+per added worker. The CPU time of each run (this process and its children; Ray workers are not
+children) is printed beside it. Every run must give the same dataset (episodes, frames) as the
+serial import.
 
     python benchmarks/recorder_import_scaling.py [--bags 50] [--seconds 1] [--workers 1,2] [--no-ray]
 """
@@ -88,23 +91,26 @@ def main() -> int:
 
         def run(label: str, **kw) -> float:
             out = work / f"ds-{label.replace(' ', '-')}"
-            t = time.perf_counter()
+            c0, t = os.times(), time.perf_counter()
             s = import_bags(bags, contract(), out, progress=False, writer_options=options, **kw)
             dt = time.perf_counter() - t
+            c1 = os.times()
+            cpu = sum(c1[:4]) - sum(c0[:4])
             r = DatasetReader(out)
             print(
-                f"  {label:<22} {dt:7.2f} s  {s.frames / dt:7.1f} frames/s  ({r.num_episodes} episodes, {r.num_frames} frames)"
+                f"  {label:<22} {dt:7.2f} s  {s.frames / dt:7.1f} frames/s  cpu {cpu:6.2f} s  "
+                f"({r.num_episodes} episodes, {r.num_frames} frames; load average {os.getloadavg()[0]:.1f})"
             )
             results[label] = (r.num_episodes, r.num_frames)
             shutil.rmtree(out, ignore_errors=True)
             return dt
 
         results: dict[str, tuple[int, int]] = {}
-        serial = run("serial")
+        run("serial (no workers)")
         times: dict[str, dict[int, float]] = {"jobs": {}, "ray": {}}
         counts = [int(n) for n in args.workers.split(",")]
         for n in counts:
-            times["jobs"][n] = run(f"--jobs {n}", jobs=n) if n > 1 else serial  # --jobs 1 is the serial path
+            times["jobs"][n] = run(f"--jobs {n}", jobs=n)  # --jobs 1: one worker process, the same path
         if not args.no_ray:
             import ray
 

@@ -363,14 +363,18 @@ def import_bags(
     progress_stream=None,
     writer_options: dict | None = None,
     log: Callable[[str], None] | None = None,
-    jobs: int = 1,
+    jobs: int | None = None,
     ray_address: str | None = None,
 ) -> ImportSummary:
-    """Import ``bags`` into the dataset at ``output`` (see the module docstring)."""
+    """Import ``bags`` into the dataset at ``output`` (see the module docstring).
+
+    ``jobs`` None converts in this process; a number converts in that many worker processes (1
+    included: the same code path as N workers, the baseline of a scaling measurement).
+    """
     from .dataset import DatasetError, DatasetWriter
 
     output = Path(output)
-    if jobs < 1:
+    if jobs is not None and jobs < 1:
         raise BagImportError(f"--jobs must be at least 1, got {jobs}")
     # ---- phase 1: validate everything before writing anything
     plans, resolved = check_bags(bags, contract, split_topic)
@@ -433,7 +437,7 @@ def import_bags(
     bar = ProgressBar(sum(p.total_messages for p in plans), stream=progress_stream, enabled=progress)
     t0 = time.monotonic()
     try:
-        if jobs > 1 or ray_address is not None:
+        if jobs is not None or ray_address is not None:
             from .bag_import_parallel import run_parallel
 
             run_parallel(
@@ -447,7 +451,7 @@ def import_bags(
                 lambda i: bar.update(
                     plans[i].total_messages, f"bag {i + 1}/{len(plans)} {plans[i].path.name}"
                 ),
-                jobs=jobs,
+                jobs=jobs or 1,
                 ray_address=ray_address,
             )
         else:
@@ -600,9 +604,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--jobs",
         type=int,
-        default=1,
-        help="convert this many bags at once in separate processes, merged into one dataset in bag order "
-        "(same episodes, rows and frames as --jobs 1)",
+        help="convert this many bags at once in separate worker processes, merged into one dataset in bag "
+        "order (same episodes, rows and frames as without --jobs, which converts in this process)",
     )
     p.add_argument(
         "--ray",

@@ -1,10 +1,13 @@
 """Bag import on several processes (`--jobs N`) or a Ray cluster (`--ray ADDRESS|auto`).
 
 Each bag is converted on its own by a worker into a private partial dataset (a fresh temporary
-folder per attempt, under ``<output>.parts/``), with exactly the main writer's settings. The main
-process then merges the partial datasets into the output serially, in bag order, episode by episode,
-without re-encoding (DatasetWriter.save_encoded_episode: parquet rows copied, mp4 remuxed). The result
-has the same episodes, rows and frames as a serial import. A worker that dies mid-bag (killed, out of
+folder per attempt, under ``<output>.parts/``), with exactly the main writer's settings. The worker
+reads its episodes back (columns, tasks, image statistics) and returns them with the mp4 paths; the
+main process merges them into the output in bag order, episode by episode, without re-encoding
+(DatasetWriter.save_encoded_episode: parquet rows written, mp4 remuxed). Each bag is merged as soon
+as it and every bag before it are converted, while the workers go on with the next bags: the merge
+overlaps the conversion instead of following it. The result has the same episodes, rows and frames
+as a serial import. A worker that dies mid-bag (killed, out of
 memory, lost node) is retried with a new folder, up to ``RETRIES`` times; what it had written is never
 merged. A bag that is bad (BagImportError) is not retried: as in a serial import, the episodes before
 it (its own saved ones included) are kept and the error is raised.
@@ -15,11 +18,12 @@ read (a shared filesystem); on one machine that is given.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
@@ -40,7 +44,8 @@ def convert_bag_to_part(
 ) -> dict:
     """Worker: bag -> a new partial dataset. Returns what the merge needs (picklable, small)."""
     from .bag_import import BagImportError, ImportSummary, ProgressBar, _import_one, check_bags
-    from .dataset import DatasetWriter
+    from .dataset import DatasetReader, DatasetWriter
+    from .dataset import format as fmt
 
     os.environ.setdefault("SVT_LOG", "1")
     part = Path(parts_dir) / f"bag-{index:05d}-{uuid.uuid4().hex[:8]}"
@@ -66,10 +71,40 @@ def convert_bag_to_part(
         if writer.episode_frames:
             writer.discard_episode()
     writer.finalize(on_pending="discard")
+    # What the merge needs, read back here rather than in the main process (which merges every bag)
+    episodes = []
+    if summary.episodes:
+        reader = DatasetReader(part)
+        user = [k for k in writer.features if k not in fmt.DEFAULT_FEATURES and k not in writer.video_keys]
+        for e, ep in enumerate(summary.episodes):
+            cols = reader.episode(e)
+            meta = reader.episode_meta(e)
+            image_stats = reader.episode_stats(e)
+            videos = {
+                key: (
+                    str(
+                        part
+                        / fmt.video_path(
+                            key, meta[f"videos/{key}/chunk_index"], meta[f"videos/{key}/file_index"]
+                        )
+                    ),
+                    image_stats.get(key),
+                )
+                for key in writer.video_keys
+            }
+            episodes.append(
+                {
+                    "frames": ep.frames,
+                    "stats": ep.stats,
+                    "columns": {k: cols[k] for k in user},
+                    "tasks": [str(t) for t in cols["task"]],
+                    "videos": videos,
+                }
+            )
     return {
         "part": str(part),
         "settings": writer.encoder_settings if writer.video_keys else "",
-        "episodes": [(e.frames, e.stats) for e in summary.episodes],
+        "episodes": episodes,
         "skipped_segments": summary.skipped_segments,
         "duration_s": plans[0].duration_s,
         "error": error,
@@ -79,27 +114,12 @@ def convert_bag_to_part(
 def merge_part(writer, result: dict, bag: str, summary) -> None:
     """Append the partial dataset's episodes to `writer`, in order (serial, main process)."""
     from . import bag_import
-    from .dataset import DatasetReader
-    from .dataset import format as fmt
 
-    part = Path(result["part"])
-    reader = DatasetReader(part)
-    user = [k for k in writer.features if k not in fmt.DEFAULT_FEATURES and k not in writer.video_keys]
-    for e, (frames, stats) in enumerate(result["episodes"]):
-        cols = reader.episode(e)
-        meta = reader.episode_meta(e)
-        ep_stats = reader.episode_stats(e)
-        videos = {
-            key: (
-                part
-                / fmt.video_path(key, meta[f"videos/{key}/chunk_index"], meta[f"videos/{key}/file_index"]),
-                ep_stats.get(key),
-            )
-            for key in writer.video_keys
-        }
+    for e in result["episodes"]:
+        videos = {key: (Path(path), stats) for key, (path, stats) in e["videos"].items()}
         ep = writer.total_episodes
-        writer.save_encoded_episode({k: cols[k] for k in user}, [str(t) for t in cols["task"]], videos)
-        summary.episodes.append(bag_import.EpisodeSummary(bag, ep, frames, stats))
+        writer.save_encoded_episode(e["columns"], e["tasks"], videos)
+        summary.episodes.append(bag_import.EpisodeSummary(bag, ep, e["frames"], e["stats"]))
     summary.skipped_segments += result["skipped_segments"]
     summary.bag_seconds += result["duration_s"]
 
@@ -125,11 +145,12 @@ def run_parallel(
         (str(b), contract, split_topic, str(parts_dir), i, writer_kwargs, latency_margin_s)
         for i, b in enumerate(bags)
     ]
+    results = None
     try:
         if ray_address is not None:
-            results = _run_ray(args, ray_address, on_bag_done)
+            results = _ray_results(args, ray_address, on_bag_done)
         else:
-            results = _run_processes(args, jobs, on_bag_done)
+            results = _process_results(args, jobs, on_bag_done)
         expected = writer.encoder_settings if writer.video_keys else ""
         for bag, result in zip(bags, results, strict=True):
             if result["settings"] != expected:
@@ -141,34 +162,49 @@ def run_parallel(
                 raise BagImportError(result["error"])
             shutil.rmtree(result["part"], ignore_errors=True)
     finally:
+        if results is not None:  # after an error above: stop the workers, drop the queued bags
+            results.close()
         shutil.rmtree(parts_dir, ignore_errors=True)
 
 
-def _run_processes(args: list[tuple], jobs: int, on_bag_done) -> list[dict]:
+def _process_results(args: list[tuple], jobs: int, on_bag_done) -> Iterator[dict]:
+    """The workers' results in bag order, each as soon as it and every earlier one are in."""
     from .bag_import import BagImportError
 
     results: dict[int, dict] = {}
     attempts = dict.fromkeys(range(len(args)), 0)
     ctx = get_context("spawn")  # no fork of a process that may hold codec threads
-    while len(results) < len(args):
-        pending = [i for i in range(len(args)) if i not in results]
+    next_out = 0
+    while next_out < len(args):
+        pending = [i for i in range(next_out, len(args)) if i not in results]
         died: list[int] = []
-        with ProcessPoolExecutor(max_workers=max(1, min(jobs, len(pending))), mp_context=ctx) as pool:
+        # one pool for all bags: its processes start once and convert bag after bag
+        pool = ProcessPoolExecutor(max_workers=max(1, min(jobs, len(pending))), mp_context=ctx)
+        try:
             futures = {i: pool.submit(convert_bag_to_part, *args[i]) for i in pending}
-            for i, fut in futures.items():
+            for i, fut in futures.items():  # in bag order: the merge needs them so
                 try:
                     results[i] = fut.result()
                     on_bag_done(i)
                 except BrokenProcessPool:
                     died.append(i)
+                    continue
+                while not died and next_out in results:
+                    yield results.pop(next_out)
+                    next_out += 1
+        finally:
+            # normal end, a dead worker, or the merge stopped (error, interrupt): drop the queued bags
+            pool.shutdown(wait=True, cancel_futures=True)
         for i in died:
             attempts[i] += 1
             if attempts[i] > RETRIES:
                 raise BagImportError(
                     f"{args[i][0]}: the worker converting it died {attempts[i]} times; nothing of it was written"
                 )
+        while next_out in results:
+            yield results.pop(next_out)
+            next_out += 1
         # a bad bag comes back as result["error"] (deterministic: not retried); other exceptions propagate
-    return [results[i] for i in range(len(args))]
 
 
 def check_ray_address(address: str) -> None:
@@ -190,7 +226,9 @@ def check_ray_address(address: str) -> None:
         ) from None
 
 
-def _run_ray(args: list[tuple], address: str, on_bag_done) -> list[dict]:
+def _ray_results(args: list[tuple], address: str, on_bag_done) -> Iterator[dict]:
+    """Connect (errors raised here, before any bag is converted) and start every bag as a Ray task;
+    the iterator of their results in bag order."""
     from .bag_import import BagImportError
 
     try:
@@ -208,23 +246,31 @@ def _run_ray(args: list[tuple], address: str, on_bag_done) -> list[dict]:
     # max_retries: a worker process or node that dies mid-bag reruns the task (new part folder).
     remote = ray.remote(max_retries=RETRIES, retry_exceptions=False)(convert_bag_to_part)
     refs = [remote.remote(*a) for a in args]
-    index = {ref: i for i, ref in enumerate(refs)}
-    results: dict[int, dict] = {}
-    waiting = list(refs)
-    while waiting:
-        done, waiting = ray.wait(waiting, num_returns=1)
-        i = index[done[0]]
-        try:
-            results[i] = ray.get(done[0])
-        except ray.exceptions.RayTaskError as exc:
-            cause = exc.as_instanceof_cause()
-            if isinstance(cause, BagImportError):
-                raise BagImportError(str(cause).splitlines()[-1]) from None
-            raise BagImportError(f"{args[i][0]}: the Ray task failed: {exc}") from None
-        except (ray.exceptions.WorkerCrashedError, ray.exceptions.RayError) as exc:
-            raise BagImportError(
-                f"{args[i][0]}: the Ray worker converting it died {RETRIES + 1} times ({type(exc).__name__}); "
-                "nothing of it was written"
-            ) from None
-        on_bag_done(i)
-    return [results[i] for i in range(len(args))]
+    return _ray_in_order(ray, refs, args, on_bag_done)
+
+
+def _ray_in_order(ray, refs: list, args: list[tuple], on_bag_done) -> Iterator[dict]:
+    from .bag_import import BagImportError
+
+    done = 0
+    try:
+        for i, ref in enumerate(refs):
+            try:
+                result = ray.get(ref)
+            except ray.exceptions.RayTaskError as exc:
+                cause = exc.as_instanceof_cause()
+                if isinstance(cause, BagImportError):
+                    raise BagImportError(str(cause).splitlines()[-1]) from None
+                raise BagImportError(f"{args[i][0]}: the Ray task failed: {exc}") from None
+            except (ray.exceptions.WorkerCrashedError, ray.exceptions.RayError) as exc:
+                raise BagImportError(
+                    f"{args[i][0]}: the Ray worker converting it died {RETRIES + 1} times ({type(exc).__name__}); "
+                    "nothing of it was written"
+                ) from None
+            on_bag_done(i)
+            done = i + 1
+            yield result
+    finally:  # stopped early (an error, an interrupt): the bags not converted yet are not needed
+        for ref in refs[done:]:
+            with contextlib.suppress(Exception):
+                ray.cancel(ref)

@@ -205,6 +205,17 @@ def codec_options(vcodec: str, g: int | None, crf: int | None, preset: int | str
     return options
 
 
+def thread_options(vcodec: str, threads: int | None, options: dict[str, str]) -> dict[str, str]:
+    """`options` plus what limits `vcodec` to `threads` cores, where the codec context's thread_count
+    alone does not: libsvtav1 ignores it (one encoder used both cores of a 2-core machine with
+    thread_count 1) and takes its level of parallelism as ``svtav1-params lp=N`` instead. The
+    bitstream does not depend on it (same mp4 bytes for lp 1, 2 and all cores)."""
+    if not threads or vcodec != "libsvtav1":
+        return options
+    params = [p for p in options.get("svtav1-params", "").split(":") if p and not p.startswith("lp=")]
+    return {**options, "svtav1-params": ":".join([*params, f"lp={int(threads)}"])}
+
+
 def describe_settings(vcodec: str, pix_fmt: str, options: dict[str, str]) -> str:
     """One line with every encoder setting, e.g. "libsvtav1 yuv420p crf=30 g=2 preset=12"."""
     return " ".join([vcodec, pix_fmt, *(f"{k}={v}" for k, v in sorted(options.items()))])
@@ -367,7 +378,9 @@ class CameraEncoder:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             container = av.open(str(self.path), mode="w")
-            stream = container.add_stream(self.vcodec, rate=self.fps, options=self.options)
+            stream = container.add_stream(
+                self.vcodec, rate=self.fps, options=thread_options(self.vcodec, self.threads, self.options)
+            )
             stream.width = self.width
             stream.height = self.height
             stream.pix_fmt = self.pix_fmt
