@@ -128,3 +128,51 @@ def test_image_stats_histogram_is_exactly_the_stride_grid(shape):
         for c in range(3):
             want[c] += np.bincount(f[::s, ::s, c].ravel(), minlength=256)
     assert np.array_equal(acc.hist, want) and acc.frames == 3
+
+
+def test_thread_options_limit_svtav1_through_lp():
+    from lerobot_recorder.dataset.video import thread_options
+
+    opts = {"g": "2", "crf": "30", "preset": "10"}
+    assert thread_options("libsvtav1", None, opts) == opts
+    assert thread_options("libsvtav1", 1, opts) == {**opts, "svtav1-params": "lp=1"}
+    assert thread_options("libsvtav1", 2, {**opts, "svtav1-params": "tune=0:lp=4"})["svtav1-params"] == (
+        "tune=0:lp=2"
+    )
+    assert thread_options("libx264", 1, opts) == opts  # thread_count is enough there
+
+
+def test_one_encoder_thread_uses_about_one_core_and_the_same_bitstream(tmp_path):
+    """encoder_threads=1 on libsvtav1: one core (thread_count alone let it use every core), same bytes."""
+    import os
+    import time
+
+    from lerobot_recorder.dataset.video import CameraEncoder, codec_options
+
+    rng = np.random.default_rng(0)
+    base = rng.integers(0, 256, (240, 320, 3), dtype=np.uint8)  # noise, 320x240: enough to spread
+
+    def encode(path, threads):
+        enc = CameraEncoder(
+            "front",
+            path,
+            30,
+            240,
+            320,
+            "libsvtav1",
+            "yuv420p",
+            codec_options("libsvtav1", 2, 30, None),
+            64,
+            threads,
+        )
+        c0, t0 = os.times(), time.monotonic()
+        for i in range(30):
+            enc.put(np.roll(base, 4 * i, axis=1), block=True)
+        enc.finish()
+        c1 = os.times()
+        return (c1.user + c1.system - c0.user - c0.system) / (time.monotonic() - t0)
+
+    cores = encode(tmp_path / "one.mp4", 1)
+    encode(tmp_path / "all.mp4", None)
+    assert cores < 1.3, f"one encoder thread used {cores:.2f} cores"
+    assert (tmp_path / "one.mp4").read_bytes() == (tmp_path / "all.mp4").read_bytes()
