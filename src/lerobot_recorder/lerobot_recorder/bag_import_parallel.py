@@ -141,6 +141,12 @@ def run_parallel(
 
     parts_dir = Path(f"{writer.root}.parts")
     parts_dir.mkdir(parents=True, exist_ok=True)
+    # Each worker's libsvtav1 on its share of the cores (a Ray task reserves one CPU), unless told: N
+    # encoders each starting a thread per core only contend. Its bitstream does not depend on it (x264's
+    # may: other codecs keep the serial import's threads, so the frames stay the serial import's).
+    if writer_kwargs.get("vcodec") == "libsvtav1" and not writer_kwargs.get("encoder_threads"):
+        share = 1 if ray_address is not None else max(1, (os.cpu_count() or 1) // max(1, jobs))
+        writer_kwargs = {**writer_kwargs, "encoder_threads": share}
     args = [
         (str(b), contract, split_topic, str(parts_dir), i, writer_kwargs, latency_margin_s)
         for i, b in enumerate(bags)
