@@ -26,8 +26,9 @@ import numpy as np
 
 from lerobot_core.contract import IMAGE_PREFIX, JOINT_STATE, Contract, ImageSource
 
+from .observation import ENV_STATE_KEY as ENV_STATE
+
 STATE = "observation.state"
-ENV_STATE = "observation.environment_state"
 ACTION = "action"
 LEROBOT_DEFAULT_UNITS = "normalized"  # what a LeRobot-recorded SO-100/101 dataset holds (use_degrees=False)
 

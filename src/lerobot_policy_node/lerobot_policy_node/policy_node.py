@@ -46,7 +46,7 @@ from .action_path import scheduler_config
 from .action_queue import QUEUE_MODES
 from .controller import RUNNING, ChunkInfo, PolicyController, joint_mapper
 from .deployment import LEROBOT_DEFAULT_UNITS, Deployment, check_checkpoint, dataset_units, from_contract
-from .observation import ObservationBuilder, ObservationSpec
+from .observation import ENV_STATE_KEY, ObservationBuilder, ObservationSpec
 from .progress import ProgressReport
 from .runtime import PolicyLoadError, load_policy
 from .safety import SafetyFilter, SafetyLimits
@@ -405,7 +405,7 @@ class PolicyNode(LifecycleNode):
                     msg_type, topic, lambda m, k=key, s=src: self._on_image(k, m, s), qos.SENSOR
                 )
             )
-        if d and d.env_state and "observation.environment_state" in self.policy.config.input_features:
+        if d and d.env_state and ENV_STATE_KEY in self.policy.config.input_features:
             topic, msgtype, _ = d.env_state
             self._subs.append(
                 self.create_subscription(
@@ -508,7 +508,7 @@ class PolicyNode(LifecycleNode):
     @staticmethod
     def _env_state_dim(pc, deployment) -> int:
         """The checkpoint's observation.environment_state size; it needs a contract that names its topic."""
-        feature = pc.input_features.get("observation.environment_state")
+        feature = pc.input_features.get(ENV_STATE_KEY)
         if feature is None:
             return 0
         if deployment is None or deployment.env_state is None:
