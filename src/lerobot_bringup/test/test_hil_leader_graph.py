@@ -148,11 +148,15 @@ def test_leader_mirrors_the_follower_before_its_torque_goes_off(ros_node, tmp_pa
                 status.messages[-1].transition_stamp.sec + status.messages[-1].transition_stamp.nanosec * 1e-9
             )
 
-            # before the switch, the leader stood within 2 degrees of the follower, joint by joint
+            # before the switch, the leader stood within 2 degrees of the follower, joint by joint;
+            # first let the samples stamped before the switch arrive (the status can overtake them)
+            assert wait_until(
+                lambda: stamp(lead_js.messages[-1]) > t_switch and stamp(fol_js.messages[-1]) > t_switch, 10
+            ), "no joint_states after the switch"
             fol = [m for m in fol_js.messages if stamp(m) <= t_switch][-1]
             want = mirrored(fol.name, fol.position)
-            lead_before = [m for m in lead_js.messages if t_switch - 0.1 <= stamp(m) <= t_switch]
-            assert lead_before
+            lead_before = [m for m in lead_js.messages if t_switch - 0.25 <= stamp(m) <= t_switch]
+            assert lead_before, [round(stamp(m) - t_switch, 3) for m in lead_js.messages[-20:]]
             for m in lead_before[-3:]:
                 got = dict(zip(m.name, m.position, strict=False))
                 err = {n: abs(got[n] - v) for n, v in want.items()}

@@ -245,6 +245,7 @@ def test_lifecycle_deactivate_while_the_policy_drives_holds(ros_node):
 
     status = MessageCollector(ros_node, ControlStatus, "/arbiter/status", STATUS_QOS)
     out = MessageCollector(ros_node, JointState, "/joint_commands")
+    reported = MessageCollector(ros_node, JointState, "/joint_states")
     src = Sources(ros_node)
     policy_b = PRESENT + np.array([0.3, -0.2, 0.2, -0.3, 0.25, 0.1])  # a second, distinct policy target
     try:
@@ -266,6 +267,11 @@ def test_lifecycle_deactivate_while_the_policy_drives_holds(ros_node):
                 proc.output()
             )
             assert wait_until(lambda: np.allclose(out.messages[-1].position, POLICY, atol=1e-6), 10)
+            # the arm reports the pose it reached (the arbiter holds what the arm reports)
+            n_js = len(reported.messages)
+            assert wait_until(
+                lambda: sum(np.allclose(m.position, POLICY, atol=1e-9) for m in reported.messages[n_js:]) >= 5, 10
+            )
 
             # deactivate while the policy drives, with the policy moving away: hold the present pose
             n_before = len(status.messages)
@@ -276,7 +282,10 @@ def test_lifecycle_deactivate_while_the_policy_drives_holds(ros_node):
             assert deact.mode == ControlStatus.MODE_HOLD and not deact.is_intervention
             assert wait_until(lambda: False, 0.3) is False  # the last hold command arrives
             held = np.array(out.messages[-1].position)
-            assert np.allclose(held, POLICY, atol=1e-6)  # the pose the arm had: no jump
+            # a pose the arm reported, one control step from where the policy left it: no jump, and
+            # not the policy's new target
+            assert any(np.allclose(held, m.position, atol=1e-9) for m in reported.messages), held
+            assert np.max(np.abs(held - POLICY)) <= STEP + 1e-9, held
             n = len(out.messages)
             assert wait_until(lambda: False, 1.0) is False  # 50 control periods
             assert len(out.messages) == n, "commands kept coming after deactivate"
