@@ -28,9 +28,10 @@ import time
 
 import numpy as np
 import rclpy
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from sensor_msgs.msg import JointState
 
+from lerobot_core.realtime import process_threads, set_fifo
 from lerobot_core.ros.testing import RosProcess, wait_until
 from lerobot_msgs.msg import ControlStatus
 from lerobot_msgs.srv import ArbiterCommand
@@ -98,6 +99,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cycles", type=int, default=20, help="pause/takeover/resume cycles per input path")
     ap.add_argument("--rate", type=float, default=30.0, help="arbiter control rate [Hz]")
+    ap.add_argument(
+        "--priority",
+        type=int,
+        default=0,
+        help="SCHED_FIFO priority for the arbiter (its control_priority) and for this process, the "
+        "robot and sources; 0 = normal scheduling",
+    )
     args = ap.parse_args()
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     os.environ.setdefault("ROS_DOMAIN_ID", "109")
@@ -108,7 +116,7 @@ def main() -> int:
     rclpy.init()
     node = rclpy.create_node("hil_bench")
     bench = Bench(node)
-    ex = MultiThreadedExecutor(num_threads=2)
+    ex = SingleThreadedExecutor()  # a multi-threaded one busy-polls, which SCHED_FIFO turns into a hog
     ex.add_node(node)
     threading.Thread(target=ex.spin, daemon=True).start()
     params = {
@@ -119,10 +127,13 @@ def main() -> int:
         "pedal_device": fifo,
         "pedal_keys": [f"{k}:{c}" for c, k in PEDAL.items()],
         "autostart": True,
+        "control_priority": args.priority,
     }
     print(
         f"control_arbiter at {args.rate:g} Hz (period {period * 1e3:.1f} ms), sources at 100 Hz, "
-        f"{args.cycles} cycles x 3 transitions per path, loopback DDS, ROS_DOMAIN_ID {os.environ['ROS_DOMAIN_ID']}"
+        f"{args.cycles} cycles x 3 transitions per path, loopback DDS, ROS_DOMAIN_ID {os.environ['ROS_DOMAIN_ID']}, "
+        f"scheduling: {f'SCHED_FIFO {args.priority} (arbiter and this process)' if args.priority else 'normal'}, "
+        f"load average {os.getloadavg()[0]:.2f}"
     )
     results = {"service": [], "pedal": []}
     floor = []
@@ -130,6 +141,8 @@ def main() -> int:
         if not wait_until(lambda: bench.mode == ControlStatus.MODE_POLICY, 30):
             print(proc.output())
             return 1
+        if args.priority:  # after the start: the arbiter gets its priority from its own parameter
+            set_fifo(args.priority, process_threads())
         fd = os.open(fifo, os.O_WRONLY)
         try:
             for path in ("service", "pedal"):
@@ -151,6 +164,9 @@ def main() -> int:
                             floor.append(rtt)
         finally:
             os.close(fd)
+        if args.priority:
+            line = [x for x in proc.output().splitlines() if "SCHED_FIFO" in x]
+            print("arbiter:", line[0].split("]: ")[-1] if line else "no SCHED_FIFO line in its log")
     ex.shutdown()
     node.destroy_node()
     rclpy.try_shutdown()

@@ -57,7 +57,7 @@ def train(args, dataset: Path, repo_id: str, policy: list[str], train_dir: Path,
     `args`); `policy` = the --policy.* arguments (a new policy's type and size, or --policy.path=...
     to start from a pretrained one). Returns the wall time."""
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", WANDB_MODE="disabled")
-    threads = getattr(args, "threads", 0)
+    threads = args.threads
     if threads:  # a small model's matmuls gain nothing from a second thread that waits for a busy core
         env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
     cmd = [args.lerobot_python, str(ROOT / "scripts" / "lerobot_train_offline.py")]
@@ -69,7 +69,7 @@ def train(args, dataset: Path, repo_id: str, policy: list[str], train_dir: Path,
         f"--steps={args.steps}",
         f"--save_freq={args.save_freq}",
         "--log_freq=10",
-        f"--num_workers={getattr(args, 'num_workers', 0)}",
+        f"--num_workers={args.num_workers}",
         "--eval_freq=0",
         "--wandb.enable=false",
         f"--output_dir={train_dir}",
@@ -87,7 +87,7 @@ def evaluate(policy: str, args, out: Path, name: str) -> dict:
     path = out / f"eval_{name}.json"
     cmd = ["lerobot-sim-eval", "--env", "so101_cube", "--episodes", str(args.eval_episodes)]
     cmd += ["--policy", policy, "--output", str(path), "--seed", str(args.eval_seed)]
-    if getattr(args, "observation", "images") == "env_state":
+    if args.observation == "env_state":
         cmd += ["--cameras"]  # none rendered: the policies read joints and the cube pose
     else:
         cmd += ["--image-size", str(args.image_size[0]), str(args.image_size[1])]

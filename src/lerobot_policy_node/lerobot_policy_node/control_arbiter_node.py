@@ -42,6 +42,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 from std_srvs.srv import SetBool, Trigger
 
+from lerobot_core.realtime import process_threads, set_fifo
 from lerobot_core.robots import get_robot_spec
 from lerobot_core.ros.node import autostart_timer, run_node
 from lerobot_core.ros.params import declare
@@ -78,6 +79,7 @@ class ControlArbiterConfig:
     alignment_timeout_s: float
     pedal_device: str
     pedal_keys: list[str]
+    control_priority: int = 50
     autostart: bool = False
 
 
@@ -140,6 +142,21 @@ class ControlArbiterNode(LifecycleNode):
         self._publish_status()
         if self.cfg.autostart:
             autostart_timer(self, on_failure=self._autostart_failed)
+
+    def enter_realtime(self) -> None:
+        """SCHED_FIFO at control_priority for the whole process, for the node's own process only
+        (main): an input reaches the executor through the DDS threads, so those must not wait behind
+        other work either; the pedal thread, started later, inherits it."""
+        if self.cfg.control_priority <= 0:
+            return
+        try:
+            set_fifo(self.cfg.control_priority, process_threads())
+            self.get_logger().info(f"SCHED_FIFO {self.cfg.control_priority} for every thread")
+        except OSError as exc:
+            self.get_logger().warning(
+                f"control_priority {self.cfg.control_priority}: SCHED_FIFO not permitted ({exc}); "
+                "normal scheduling"
+            )
 
     def _autostart_failed(self, transition: str) -> None:
         # a graph started with autostart cannot go on without its arbiter: the error (logged by
@@ -357,6 +374,14 @@ class ControlArbiterNode(LifecycleNode):
                 "pedal_keys",
                 ["KEY_A:pause", "KEY_B:takeover", "KEY_C:resume"],
                 "pedal key -> command: 'KEY_NAME:command' or 'code:command'",
+            ),
+            control_priority=p(
+                "control_priority",
+                50,
+                "SCHED_FIFO priority (1-99) of every thread of the arbiter (its executor and the DDS "
+                "threads) where permitted (CAP_SYS_NICE or an rtprio limit; else normal scheduling with "
+                "a warning); 0 = normal scheduling",
+                range=(0, 99),
             ),
             autostart=p("autostart", False, "configure and activate right after start"),
         )
@@ -576,9 +601,15 @@ class ControlArbiterNode(LifecycleNode):
         return self._exit_code
 
 
+def _realtime_node() -> ControlArbiterNode:
+    node = ControlArbiterNode()
+    node.enter_realtime()
+    return node
+
+
 def main(args=None) -> int:
     return run_node(
-        ControlArbiterNode,
+        _realtime_node,
         args,
         errors=(ValueError,),  # bad parameter values; a bad pedal device fails configure
         error_prefix="control_arbiter: error",

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lerobot_core import units
+from lerobot_core.realtime import set_fifo
 
 from .action_path import ActionPath, ChunkInfo, Frame
 from .action_queue import SchedulerConfig
@@ -188,9 +189,7 @@ class PolicyController:
         if self.control_priority > 0:
             # real-time scheduling for the control thread only (needs CAP_SYS_NICE / rtprio limits)
             try:
-                os.sched_setscheduler(
-                    threading.get_native_id(), os.SCHED_FIFO, os.sched_param(self.control_priority)
-                )
+                set_fifo(self.control_priority, [threading.get_native_id()])
                 self.priority_note = f"control thread SCHED_FIFO {self.control_priority}"
                 self._control_realtime = True
             except (OSError, AttributeError) as exc:

@@ -34,6 +34,7 @@ import numpy as np
 
 from lerobot_core.alignment import RECEIVE, Aligner
 from lerobot_core.contract import CONTROL_STATUS, IMAGE_TYPES, LATCHED_TYPES, Contract
+from lerobot_core.time import stamp_to_ns
 
 from .dataset import DatasetError, DatasetWriter
 from .dataset import format as dsfmt
@@ -534,9 +535,8 @@ class LiveRecorder:
                     self._taken[topic] = max(self._taken.get(topic, -1), cdr_header_stamp(data))
                 except ValueError:
                     pass
-            if self._sim is not None and self._route_sim(topic, data, recv):
-                pass
-            elif not self._take(topic, data, recv):
+            held_by_sim = self._sim is not None and self._route_sim(topic, data, recv)
+            if not held_by_sim and not self._take(topic, data, recv):
                 return
             if self._mono() > t_end:
                 break
@@ -597,7 +597,7 @@ class LiveRecorder:
             except ValueError as exc:
                 self._bad_message(topic, exc)
                 return True
-            stamp = msg.header.stamp.sec * _NS + msg.header.stamp.nanosec
+            stamp = stamp_to_ns(msg.header.stamp)
             events = self._sim.update(stamp, msg.episode_index, msg.step, msg.terminated or msg.truncated)
             for kind, t in events:
                 if kind == BEGIN:

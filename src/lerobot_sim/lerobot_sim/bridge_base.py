@@ -34,6 +34,7 @@ from lerobot_core.image_conversion import fill_image_msg
 from lerobot_core.ros import qos
 from lerobot_core.ros.node import run_node as _run_node
 from lerobot_core.ros.params import declare
+from lerobot_core.time import ns_to_stamp, stamp_to_ns
 from lerobot_msgs.msg import EpisodeInfo
 from lerobot_msgs.srv import ResetSim
 from lerobot_sim.lockstep import LockstepCommandLoop
@@ -76,12 +77,8 @@ def has_subscribers(publisher) -> bool:
     return publisher.get_subscription_count() > 0
 
 
-def _ns_of(stamp: Time) -> int:
-    return stamp.sec * 1_000_000_000 + stamp.nanosec
-
-
 def _stamp(ns: int) -> Time:
-    return Time(sec=int(ns // 1_000_000_000), nanosec=int(ns % 1_000_000_000))
+    return ns_to_stamp(ns, Time)
 
 
 class SimBridgeNode(LifecycleNode):
@@ -429,7 +426,7 @@ class SimBridgeNode(LifecycleNode):
         name = msg.frame_id
         if name not in self.cfg.required_consumers:
             return
-        ns = msg.stamp.sec * 1_000_000_000 + msg.stamp.nanosec
+        ns = stamp_to_ns(msg.stamp)
         if msg.stamp.sec == TICK_ACK_RELEASE.sec and self._acks.get(name) != ns:
             self.get_logger().info(f"lockstep: consumer {name!r} finished; the sim no longer waits for it")
         self._acks[name] = max(ns, self._acks.get(name, -1))
@@ -444,7 +441,7 @@ class SimBridgeNode(LifecycleNode):
             if name in present:
                 self._seen_consumers.add(name)
                 self._missing.discard(name)
-            elif name in self._seen_consumers and self._acks.get(name) != _ns_of(TICK_ACK_RELEASE):
+            elif name in self._seen_consumers and self._acks.get(name) != stamp_to_ns(TICK_ACK_RELEASE):
                 if name not in self._missing:  # one more watch period for a release still in flight
                     self._missing.add(name)
                     continue

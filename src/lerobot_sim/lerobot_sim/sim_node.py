@@ -17,6 +17,7 @@ from sensor_msgs.msg import CameraInfo, JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
+from lerobot_core.time import stamp_to_ns
 from lerobot_sim.bridge_base import QOS_STATE, SimBridgeNode, has_subscribers, run_node
 from lerobot_sim.command import (
     CommandError,
@@ -104,7 +105,7 @@ class SimNode(SimBridgeNode):
             self._lockstep_step(self._target)
 
     def _on_joint_commands(self, msg: JointState) -> None:
-        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        stamp = stamp_to_ns(msg.header.stamp)
         # lockstep: a stamped command answers the observation of that stamp; one for an earlier tick (a
         # repeated answer to a republished observation) must not step the sim a second time
         lockstep = self.cfg is not None and self.cfg.mode == "lockstep" and self.session is not None

@@ -56,12 +56,6 @@ def message_class(msgtype: str):
         raise ImportError(f"{package}.msg has no message {name} (for {msgtype})") from None
 
 
-def stamp_ns(msg) -> int:
-    """A message's header stamp in nanoseconds (0 for a message without a header)."""
-    header = getattr(msg, "header", None)
-    return 0 if header is None else header.stamp.sec * 1_000_000_000 + header.stamp.nanosec
-
-
 @dataclass
 class Latest:
     """The newest message of one topic, when it arrived (time.monotonic) and how many so far."""
