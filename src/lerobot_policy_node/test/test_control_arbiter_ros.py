@@ -340,3 +340,21 @@ def test_lifecycle_configure_fails_on_a_missing_pedal_naming_the_path(ros_node, 
         # the device appears (a FIFO here): configure succeeds
         os.mkfifo(path)
         assert change_state(ros_node, Transition.TRANSITION_CONFIGURE), proc.output()
+
+
+@pytest.mark.parametrize("priority", [0, 10])
+def test_control_priority_puts_every_thread_of_the_arbiter_on_sched_fifo(ros_node, priority):
+    """control_priority > 0: the executor and the DDS threads of the arbiter's process all run
+    SCHED_FIFO at that priority (an input must not wait for a CPU behind other work); 0: none do."""
+    status = MessageCollector(ros_node, ControlStatus, "/arbiter/status", STATUS_QOS)
+    with arbiter(control_priority=priority, initial_mode="hold") as proc:
+        assert wait_until(lambda: len(status.messages) > 0, 30), proc.output()
+        if priority and "SCHED_FIFO not permitted" in proc.output():
+            pytest.skip(f"this machine refuses SCHED_FIFO: {proc.output()[-300:]}")
+        tids = [int(t) for t in os.listdir(f"/proc/{proc.pid}/task")]
+        assert len(tids) > 3  # the executor and the middleware's threads
+        policies = {tid: os.sched_getscheduler(tid) for tid in tids}
+        want = os.SCHED_FIFO if priority else os.SCHED_OTHER
+        assert set(policies.values()) == {want}, (policies, proc.output())
+        if priority:
+            assert {os.sched_getparam(tid).sched_priority for tid in tids} == {priority}
