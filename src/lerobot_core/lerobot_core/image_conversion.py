@@ -9,7 +9,8 @@ API
     image_msg_to_array(msg) -> np.ndarray
         The pixels in their native type: HxW for one channel, HxWxC otherwise. Honours ``step``
         (row padding) and ``is_bigendian``; the result is always in the machine's byte order and
-        owns its memory (it never aliases the message buffer).
+        never aliases a message buffer that can change: it owns its memory, or is a read-only view
+        of an immutable one (``bytes``, what rosbags deserializes into: no copy per frame).
     image_msg_to_rgb(msg) -> HxWx3 uint8
         rgb8, bgr8, rgba8, bgra8, mono8 (and their 8UC1 / 8UC3 / 8UC4 aliases) converted to RGB.
     compressed_msg_to_rgb(msg) -> HxWx3 uint8
@@ -120,10 +121,23 @@ def image_msg_to_array(msg) -> np.ndarray:
     native = "<" if sys.byteorder == "little" else ">"
     if itemsize > 1 and order != native:
         out = out.byteswap().view(out.dtype.newbyteorder(native))
-    # ascontiguousarray may have returned the message buffer itself (no padding): never alias it
-    if np.may_share_memory(out, buf):
+    # ascontiguousarray may have returned the message buffer itself (no padding): never alias a
+    # buffer that can change; an immutable one (bytes, as rosbags deserializes) is shared read-only
+    if np.may_share_memory(out, buf) and not _immutable(buf):
         out = out.copy()
     return out
+
+
+def _immutable(arr: np.ndarray) -> bool:
+    """True if `arr` is a read-only view of a ``bytes`` object (nothing can change its contents)."""
+    if arr.flags.writeable:
+        return False
+    base = arr
+    while isinstance(base, np.ndarray):
+        base = base.base
+    if isinstance(base, memoryview):
+        return base.readonly and isinstance(base.obj, bytes)
+    return isinstance(base, bytes)
 
 
 def image_msg_to_rgb(msg) -> np.ndarray:

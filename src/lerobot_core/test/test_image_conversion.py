@@ -135,6 +135,20 @@ def test_result_does_not_alias_message_buffer():
     assert out.reshape(-1).tolist() == list(range(6))
 
 
+def test_result_shares_an_immutable_buffer_read_only():
+    """A deserialized bag message's pixels are a read-only view of bytes: no copy per frame is needed."""
+    raw = bytes(range(6))
+    msg = _rosbags_image(1, 2, "rgb8", 6, b"")
+    msg.data = np.frombuffer(raw, dtype=np.uint8)  # as rosbags deserializes
+    out = image_msg_to_rgb(msg)
+    assert np.shares_memory(out, msg.data) and not out.flags.writeable
+    assert out.reshape(-1).tolist() == list(range(6))
+    writable = np.frombuffer(bytearray(raw), dtype=np.uint8)
+    writable.flags.writeable = False  # read-only, but its bytearray can still change: copied
+    msg.data = writable
+    assert not np.shares_memory(image_msg_to_rgb(msg), writable)
+
+
 @pytest.mark.parametrize("encoding", ["yuv422", "bayer_rggb8", "nonsense"])
 def test_unknown_encoding_names_it(encoding):
     with pytest.raises(ValueError, match=encoding):

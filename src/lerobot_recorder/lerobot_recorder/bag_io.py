@@ -88,4 +88,6 @@ def serialize(msg) -> bytes:
 
 
 def deserialize(raw: bytes, msgtype: str):
-    return typestore().deserialize_cdr(raw, msgtype)
+    # through a memoryview: rosbags slices off the CDR header, which on bytes copies the whole
+    # payload (a VGA frame per image message); the arrays it returns are read-only views either way
+    return typestore().deserialize_cdr(memoryview(raw), msgtype)

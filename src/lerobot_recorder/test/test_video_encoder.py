@@ -33,6 +33,27 @@ def test_planes_match_swscale(shape):
     assert chroma.mean() < 0.5 and chroma.max() <= 12  # chroma: filters differ only at sharp edges
 
 
+@pytest.mark.parametrize(
+    "shape", [(480, 640), (720, 1280), (1080, 1920), (484, 644), (486, 1000), (8, 6), (100, 40000)]
+)
+def test_banded_conversion_equals_whole_frame_calls(shape):
+    """Converting in bands of rows (to keep OpenCV off its thread pool) gives the whole-frame bytes."""
+    import cv2
+
+    from lerobot_recorder.dataset.video import _BT601_UV
+
+    h, w = shape
+    img = np.random.default_rng(h * w).integers(0, 256, (h, w, 3), dtype=np.uint8)
+    ref = cv2.cvtColor(img, cv2.COLOR_RGB2YUV_I420)
+    uv = cv2.transform(cv2.resize(img, (w // 2, h // 2), interpolation=cv2.INTER_AREA), _BT601_UV)
+    ref.reshape(-1)[h * w : h * w * 5 // 4] = uv[..., 0].reshape(-1)
+    ref.reshape(-1)[h * w * 5 // 4 :] = uv[..., 1].reshape(-1)
+    out = np.full_like(ref, 7)
+    assert rgb_to_yuv420p(img, out=out) is out
+    assert np.array_equal(out, ref)
+    assert np.array_equal(rgb_to_yuv420p(img), ref)
+
+
 def test_known_colours_limited_range():
     img = np.zeros((4, 4, 3), np.uint8)
     img[:2] = (255, 255, 255)

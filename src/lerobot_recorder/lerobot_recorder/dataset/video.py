@@ -109,22 +109,45 @@ _BT601_UV = (
 )
 
 
+# Output pixels per OpenCV call up to which it works on the calling thread (its parallel loops cut
+# the work into stripes of 2**16 output pixels: one stripe runs inline).
+_SERIAL_PIXELS = 1 << 16
+
+
 def rgb_to_yuv420p(frame: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """An HxWx3 uint8 RGB frame -> one (H*3/2)xW uint8 array of I420 planes (Y, then U, then V).
 
     Same BT.601 limited-range matrix as libswscale's rgb24 -> yuv420p, ~3x faster on these cores:
     luma through OpenCV's SIMD converter, chroma from the 2x2 box average of RGB (linear, so equal to
     averaging the full-resolution chroma), where OpenCV's own I420 converter would point-sample it.
-    Width and height must be even. `out` (uint8, (H*3/2)xW) is filled and returned when given.
+    Width and height must be even. `out` (uint8, C-contiguous (H*3/2)xW) is filled and returned
+    when given.
+
+    The frame is converted in bands of rows small enough for OpenCV to work on the calling thread:
+    on a whole VGA frame it hands stripes to its thread pool, whose worker busy-waits after each call
+    (twice the conversion's CPU when a core is idle) and, when the encoder holds the other core,
+    makes the caller wait until it is scheduled. Every output pixel depends on its own 2x2 block
+    only, so the bytes are those of the whole-frame calls.
     """
     h, w = frame.shape[:2]
     if out is None:
         out = np.empty((h * 3 // 2, w), np.uint8)
-    cv2.cvtColor(frame, cv2.COLOR_RGB2YUV_I420, dst=out)  # luma kept; chroma replaced below
-    uv = cv2.transform(cv2.resize(frame, (w // 2, h // 2), interpolation=cv2.INTER_AREA), _BT601_UV)
-    q = h // 4
-    out[h : h + q] = uv[..., 0].reshape(q, w)
-    out[h + q :] = uv[..., 1].reshape(q, w)
+    flat, n = out.reshape(-1), h * w  # the chroma planes follow luma byte for byte (PyAV's layout)
+    u = flat[n : n + n // 4].reshape(h // 2, w // 2)
+    v = flat[n + n // 4 :].reshape(h // 2, w // 2)
+    band = max(2, (_SERIAL_PIXELS // max(w, 1)) & ~1)
+    # luma first, top to bottom: a band's own I420 chroma lands on rows below it, which the next
+    # band's luma (or the chroma loop) overwrites
+    for y in range(0, h, band):
+        rows = min(band, h - y)
+        cv2.cvtColor(frame[y : y + rows], cv2.COLOR_RGB2YUV_I420, dst=out[y : y + rows * 3 // 2])
+    band *= 4  # the 2x2 box average writes a quarter of the pixels it reads
+    for y in range(0, h, band):
+        rows = min(band, h - y)
+        half = cv2.resize(frame[y : y + rows], (w // 2, rows // 2), interpolation=cv2.INTER_AREA)
+        uv = cv2.transform(half, _BT601_UV)
+        u[y // 2 : (y + rows) // 2] = uv[..., 0]
+        v[y // 2 : (y + rows) // 2] = uv[..., 1]
     return out
 
 
