@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lerobot_core.ros.device import BackgroundNode, message_class
+from lerobot_core.ros.device import BackgroundNode, message_class, stamp_ns
 
 
 def test_message_class_by_name():
@@ -41,6 +41,13 @@ def test_latest_message_and_timeout_naming_the_topic():
     finally:
         node.close()
     node.close()  # idempotent
+
+
+def test_stamp_ns():
+    msg = message_class("sensor_msgs/msg/JointState")()
+    msg.header.stamp.sec, msg.header.stamp.nanosec = 3, 5
+    assert stamp_ns(msg) == 3_000_000_005
+    assert stamp_ns(message_class("std_msgs/msg/Float64MultiArray")()) == 0  # no header
 
 
 def test_wait_newer_wakes_on_a_new_message_only():

@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from lerobot_core.time import stamp_to_ns
+
 RCLPY_HELP = (
     "the ROS 2 plugins need rclpy, which is not importable in this Python ({exc}). Either source a "
     "ROS 2 install first (`source /opt/ros/<distro>/setup.bash`, with a Python of the same version), "
@@ -54,6 +56,12 @@ def message_class(msgtype: str):
         return getattr(module, name)
     except AttributeError:
         raise ImportError(f"{package}.msg has no message {name} (for {msgtype})") from None
+
+
+def stamp_ns(msg) -> int:
+    """A message's header stamp in nanoseconds (0 for a message without a header)."""
+    header = getattr(msg, "header", None)
+    return 0 if header is None else stamp_to_ns(header.stamp)
 
 
 @dataclass
