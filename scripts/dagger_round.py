@@ -12,11 +12,17 @@
    v0 drives, the scripted corrective human takes over when the rollout goes wrong (docs/hil.md).
    HIL seeds start at --hil-seed, disjoint from the demos' (0..) and the eval seeds;
 2. fine-tunes v1 from v0's weights with LeRobot's `lerobot-train --policy.path=<v0>` on demos + HIL
-   (v0's architecture and settings; normalization statistics of the combined dataset);
+   (v0's architecture and settings; normalization statistics of the dataset it trains on). Which HIL
+   frames: --hil-frames all (LeRobot's guide: every frame, v0's own included), or interventions
+   (HG-DAgger: only the frames the human drove; <out>/dataset_interventions, each run of them one
+   episode, made by lerobot_recorder.dataset.edit.keep_frames; the demos count as human-driven);
 3. evaluates v0 and v1 with `lerobot-sim-eval` through ROS (lockstep) on the same --eval-seed.. seeds;
-4. writes <out>/metrics.json and prints #demos, #HIL episodes, the intervention rate (HIL frames with
-   is_intervention; HIL episodes with at least one), the fine-tune time and pc_success of v0 and v1.
+4. writes <out>/metrics.json (--hil-frames interventions: metrics_interventions.json) and prints
+   #demos, #HIL episodes, the intervention rate (HIL frames with is_intervention; HIL episodes with at
+   least one), the fine-tune time and pc_success of v0 and v1.
 The image size, and so the render size of every run, is v0's; the demos must have been recorded at it.
+With --keep, a run with the other --hil-frames reuses the HIL episodes and v0's evaluation in --out
+(the fine-tuning goes to <out>/finetune_interventions, v1's evaluation to eval_v1_interventions.*).
 """
 
 from __future__ import annotations
@@ -29,12 +35,13 @@ import shutil
 import sys
 from pathlib import Path
 
+import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from closed_loop import ROOT, dropped_ticks, evaluate, run, train, train_log
 
 from lerobot_msgs.msg import ControlStatus
-from lerobot_recorder.dataset.edit import add_constant_features
+from lerobot_recorder.dataset.edit import add_constant_features, keep_frames
 
 INTERVENTION = "complementary_info.is_intervention"
 SEED = re.compile(r"\(seed (\d+)\)")
@@ -123,6 +130,11 @@ def check_seeds(ranges: dict[str, range]) -> None:
                 )
 
 
+def human_drove(columns) -> np.ndarray:
+    """keep_frames' predicate for HG-DAgger: the frames recorded with is_intervention."""
+    return columns[INTERVENTION].reshape(-1).astype(bool)
+
+
 def intervention_rate(dataset: Path, first_episode: int) -> dict:
     """Interventions in the episodes from `first_episode` on (the HIL ones): frames and episodes."""
     cols = ["episode_index", INTERVENTION]
@@ -163,6 +175,13 @@ def main() -> int:
     ap.add_argument(
         "--hil-episode-time", type=float, default=10.0, help="HIL episode length [s] (sim: 300 steps = 10 s)"
     )
+    ap.add_argument(
+        "--hil-frames",
+        choices=("all", "interventions"),
+        default="all",
+        help="HIL frames v1 trains on besides the demos: all (LeRobot's guide) or interventions (HG-DAgger: "
+        "only those the human drove; datasets without cameras only)",
+    )
     ap.add_argument("--steps", type=int, default=1000, help="fine-tuning steps")
     ap.add_argument("--save-freq", type=int, default=0, help="checkpoint every N steps (0 = only at --steps)")
     ap.add_argument("--batch-size", type=int, default=8)
@@ -171,7 +190,9 @@ def main() -> int:
     ap.add_argument("--max-steps", type=int, default=150, help="eval episode step limit (0 = env's 300)")
     ap.add_argument("--lerobot-python", default="/work/lerobot-ref-venv/bin/python")
     ap.add_argument(
-        "--keep", action="store_true", help="reuse the HIL dataset / fine-tuning already in --out"
+        "--keep",
+        action="store_true",
+        help="reuse the HIL dataset, v0's evaluation and this --hil-frames' fine-tuning already in --out",
     )
     args = ap.parse_args()
     args.save_freq = args.save_freq or args.steps
@@ -181,14 +202,21 @@ def main() -> int:
     args.observation = "images" if args.image_size else "env_state"
     args.threads, args.num_workers = (0 if args.image_size else 1), 1
     info = check_demos(demos, args.image_size, v0)
+    if args.hil_frames == "interventions" and args.image_size:
+        raise SystemExit(
+            f"dagger_round: --hil-frames interventions cuts episodes where the human took over, which would "
+            f"re-encode camera videos; --v0 {v0} reads cameras. Use --hil-frames all, or a v0 trained with "
+            "closed_loop.py --observation env_state"
+        )
+    suffix = "" if args.hil_frames == "all" else f"_{args.hil_frames}"
     n_demos = info["total_episodes"]
     seeds = seed_ranges(args, demos, info)
     check_seeds(seeds)
     if out.exists() and not args.keep:
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
-    # --keep: the step times of the run that made what is reused
-    kept = json.loads((out / "metrics.json").read_text()) if (out / "metrics.json").exists() else {}
+    # --keep: the figures of the runs that made what is reused (either --hil-frames' metrics)
+    kept = {p.stem: json.loads(p.read_text()) for p in sorted(out.glob("metrics*.json"))}
     metrics: dict = {"settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}}
     metrics["demos"], metrics["demo_frames"] = n_demos, info["total_frames"]
 
@@ -196,9 +224,14 @@ def main() -> int:
     dataset = out / "dataset"
     done = dataset / "meta" / "info.json"
     if not (done.exists() and json.loads(done.read_text())["total_episodes"] >= n_demos + args.hil_episodes):
-        for stale in (dataset, out / "finetune"):  # a fine-tuning on other data goes too
-            if stale.exists():
-                shutil.rmtree(stale)
+        # what was made from other HIL data goes too
+        stale = [dataset, *out.glob("dataset_*"), *out.glob("finetune*"), *out.glob("eval_*")]
+        stale += list(out.glob("metrics*.json"))
+        for path in stale:
+            if path.is_dir():
+                shutil.rmtree(path)
+            elif path.exists():
+                path.unlink()
         kept = {}
         if INTERVENTION in info["features"]:  # recorded through the HIL contract already
             shutil.copytree(demos, dataset)
@@ -223,7 +256,9 @@ def main() -> int:
             out / "hil.log",
         )
     else:
-        metrics["hil_record_s"] = kept.get("hil_record_s")
+        metrics["hil_record_s"] = next(
+            (k["hil_record_s"] for k in kept.values() if "hil_record_s" in k), None
+        )
     metrics["hil_dropped_ticks"] = dropped_ticks(out / "hil.log")
     hil_seeds = seeds_in_log(out / "hil.log")
     metrics["demo_seeds"] = [seeds["demos"].start, seeds["demos"].stop - 1]
@@ -236,8 +271,23 @@ def main() -> int:
         flush=True,
     )
 
-    # 2. fine-tune v1 from v0's weights on demos + HIL
-    train_dir = out / "finetune"
+    # 2. fine-tune v1 from v0's weights on demos + HIL (all frames, or the human's only)
+    metrics["hil_frames"] = args.hil_frames
+    train_data = dataset
+    if args.hil_frames == "interventions":
+        train_data = out / "dataset_interventions"
+        if not (train_data / "meta" / "info.json").exists():
+            if train_data.exists():
+                shutil.rmtree(train_data)
+            keep_frames(dataset, train_data, human_drove)
+    trained = json.loads((train_data / "meta" / "info.json").read_text())
+    metrics["train_episodes"], metrics["train_frames"] = trained["total_episodes"], trained["total_frames"]
+    print(
+        f"fine-tuning data (--hil-frames {args.hil_frames}): {trained['total_episodes']} episodes, "
+        f"{trained['total_frames']} frames",
+        flush=True,
+    )
+    train_dir = out / f"finetune{suffix}"
     if not (train_dir / "checkpoints").exists():
         if train_dir.exists():
             shutil.rmtree(train_dir)
@@ -246,26 +296,41 @@ def main() -> int:
             # v0's weights replace the backbone's anyway; building it must not download (offline)
             policy.append("--policy.pretrained_backbone_weights=null")
         metrics["finetune_s"] = train(
-            args, dataset, "local/dagger_round", policy, train_dir, out / "finetune.log"
+            args, train_data, "local/dagger_round", policy, train_dir, out / f"finetune{suffix}.log"
         )
     else:
-        metrics["finetune_s"] = kept.get("finetune_s")
-    metrics["finetune_log"] = train_log(out / "finetune.log")
+        metrics["finetune_s"] = kept.get(f"metrics{suffix}", {}).get("finetune_s")
+    metrics["finetune_log"] = train_log(out / f"finetune{suffix}.log")
     v1 = train_dir / "checkpoints" / "last" / "pretrained_model"
     print(f"fine-tuning: {args.steps} steps in {metrics['finetune_s'] or float('nan'):.0f} s", flush=True)
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=2))  # a failed evaluation keeps these
+    metrics_path = out / f"metrics{suffix}.json"
+    metrics_path.write_text(json.dumps(metrics, indent=2))  # a failed evaluation keeps these
 
-    # 3. v0 and v1 on the same seeds, never used for demos or HIL
+    # 3. v0 and v1 on the same seeds, never used for demos or HIL; v0's figure of an earlier run of the
+    # same settings is reused (--keep), so both variants' v1 compare with one v0 run
+    same = ("v0", "eval_episodes", "eval_seed", "max_steps")
+    v0_eval = next(
+        (
+            k["eval"]["v0"]
+            for k in kept.values()
+            if "v0" in k.get("eval", {}) and all(k["settings"].get(s) == metrics["settings"][s] for s in same)
+        ),
+        None,
+    )
+    if v0_eval is not None:
+        print(
+            f"  v0: pc_success {v0_eval['pc_success']:.1f} (reused from an earlier run in {out})", flush=True
+        )
     metrics["eval"] = {
-        "v0": evaluate(str(v0), args, out, "v0"),
-        "v1": evaluate(str(v1.resolve()), args, out, "v1"),
+        "v0": v0_eval or evaluate(str(v0), args, out, "v0"),
+        "v1": evaluate(str(v1.resolve()), args, out, f"v1{suffix}"),
     }
     metrics["eval_seeds"] = [args.eval_seed, args.eval_seed + args.eval_episodes - 1]
     gain = metrics["eval"]["v1"]["pc_success"] - metrics["eval"]["v0"]["pc_success"]
     metrics["v1_minus_v0_points"] = gain
 
     # 4. metrics JSON + summary
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
+    metrics_path.write_text(json.dumps(metrics, indent=2))
     rate = iv["intervention_frame_rate"]
     print()
     print(f"demos: {n_demos} ({metrics['demo_frames']} frames)")
@@ -278,13 +343,14 @@ def main() -> int:
         f"{iv['episodes_with_intervention']} of {iv['hil_episodes']} episodes with >= 1 intervention"
     )
     print(
-        f"fine-tune time: {metrics['finetune_s'] or float('nan'):.0f} s for {args.steps} steps (batch {args.batch_size})"
+        f"fine-tune time: {metrics['finetune_s'] or float('nan'):.0f} s for {args.steps} steps (batch {args.batch_size}) "
+        f"on {metrics['train_frames']} frames (--hil-frames {args.hil_frames})"
     )
     print(f"pc_success on seeds {metrics['eval_seeds'][0]}..{metrics['eval_seeds'][1]}:")
     for name, r in metrics["eval"].items():
         print(f"  {name}: {r['pc_success']:5.1f}  (avg max reward {r['avg_max_reward']:.3f})")
     print(f"  v1 - v0: {gain:+.1f} points (target >= +10)")
-    print(f"metrics: {out / 'metrics.json'}")
+    print(f"metrics: {metrics_path}")
     return 0
 
 

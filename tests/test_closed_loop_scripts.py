@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -96,3 +97,33 @@ def test_dagger_round_adds_hil_episodes_and_fine_tunes(closed_loop, tmp_path):
     assert set(metrics["eval"]) == {"v0", "v1"}
     assert (tmp_path / "dagger" / "finetune" / "checkpoints" / "last" / "pretrained_model").exists()
     assert "v1 - v0:" in res.stdout
+    assert metrics["hil_frames"] == "all" and metrics["train_frames"] == info["total_frames"]
+
+    # HG-DAgger on the same HIL episodes: only the frames the human drove, v0's figure reused
+    hil_log = tmp_path / "dagger" / "hil.log"
+    recorded = hil_log.stat().st_mtime_ns
+    res = _run(
+        [
+            "scripts/dagger_round.py",
+            *("--v0", str(v0), "--demos", str(out / "dataset"), "--hil-episodes", "1"),
+            *("--hil-episode-time", "10.0", "--steps", "3", "--batch-size", "8"),
+            *("--eval-episodes", "1", "--max-steps", "60", "--out", str(tmp_path / "dagger")),
+            *("--hil-frames", "interventions", "--keep"),
+        ],
+        timeout=900,
+    )
+    assert hil_log.stat().st_mtime_ns == recorded  # the HIL episodes were not recorded again
+    hg = json.loads((tmp_path / "dagger" / "metrics_interventions.json").read_text())
+    assert hg["hil_frames"] == "interventions"
+    assert hg["intervention"] == iv
+    human = tmp_path / "dagger" / "dataset_interventions"
+    kept = json.loads((human / "meta" / "info.json").read_text())
+    # the demos (every frame human-driven) and the HIL frames with is_intervention, nothing else
+    assert hg["train_frames"] == kept["total_frames"] == metrics["demo_frames"] + iv["intervention_frames"]
+    assert kept["total_episodes"] >= 3
+    flags = pq.read_table(human / "data", columns=["complementary_info.is_intervention"]).column(0)
+    assert all(flags.to_pylist())
+    assert (tmp_path / "dagger" / "finetune_interventions" / "checkpoints" / "last").exists()
+    assert hg["eval"]["v0"] == metrics["eval"]["v0"] and "reused" in res.stdout
+    assert (tmp_path / "dagger" / "eval_v1_interventions.json").exists()
+    assert json.loads((tmp_path / "dagger" / "metrics.json").read_text()) == metrics  # "all" untouched

@@ -1,4 +1,5 @@
-"""add_constant_features: demonstrations without the HIL extras, marked, then HIL episodes resumed into them.
+"""add_constant_features: demonstrations without the HIL extras, marked, then HIL episodes resumed into them;
+keep_frames: only the frames the human drove, each run of them an episode (HG-DAgger's training data).
 
 This is the data step of a DAgger round (scripts/dagger_round.py): the copy must take a resume with the
 HIL features, and the combined dataset must load in LeRobot (one schema for every meta/episodes file).
@@ -14,7 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from lerobot_recorder.dataset import DatasetError, DatasetReader, DatasetWriter
-from lerobot_recorder.dataset.edit import add_constant_features
+from lerobot_recorder.dataset.check import check_dataset
+from lerobot_recorder.dataset.edit import add_constant_features, keep_frames
 
 FLAG = "complementary_info.is_intervention"
 MODE = "complementary_info.control_mode"
@@ -124,3 +126,93 @@ def test_marked_demos_plus_hil_load_in_lerobot(tmp_path):
     )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "ok:" in out.stdout
+
+
+# ------------------------------------------------------------------------------------ keep_frames
+STATE_ONLY = {k: v for k, v in features(True).items() if k != CAM}
+
+
+def hil_like(root: Path, flags_per_episode) -> Path:
+    """No camera, one episode per list of flags; observation.state[0] = 100 * episode + frame."""
+    w = DatasetWriter.create(root, fps=10, features=STATE_ONLY, robot_type="so101_follower")
+    for ep, flags in enumerate(flags_per_episode):
+        for i, flag in enumerate(flags):
+            f = frame(ep, i, flag)
+            del f[CAM]
+            w.add_frame(f, task=f"task {ep % 2}")
+        w.save_episode()
+    w.finalize()
+    return root
+
+
+def human_drove(columns) -> np.ndarray:
+    return np.asarray(columns[FLAG]).reshape(-1).astype(bool)
+
+
+T, F = True, False
+FLAGS = [[T] * 5, [F, F, T, T, F, T, T, T], [F, F, F], [T, F, T]]
+
+
+def test_keep_frames_splits_runs_into_episodes_renumbered_with_consistent_metadata(tmp_path):
+    src = hil_like(tmp_path / "hil", FLAGS)
+    out = keep_frames(src, tmp_path / "human", human_drove)
+
+    # runs: ep 0 whole, ep 1 frames 2-3 and 5-7, ep 2 none, ep 3 frame 0 and frame 2
+    assert out["episodes"] == [(0, 0, 5), (1, 2, 2), (1, 5, 3), (3, 0, 1), (3, 2, 1)]
+    kept_states = [0, 1, 2, 3, 4, 102, 103, 105, 106, 107, 300, 302]
+    r = DatasetReader(tmp_path / "human")
+    assert r.num_episodes == 5 and len(r) == 12
+    info = json.loads((tmp_path / "human" / "meta" / "info.json").read_text())
+    assert (info["total_episodes"], info["total_frames"], info["total_tasks"]) == (5, 12, 2)
+    assert info["features"] == json.loads((src / "meta" / "info.json").read_text())["features"]
+    states, index = [], []
+    for e, (_, _, n) in enumerate(out["episodes"]):
+        cols = r.episode(e)
+        assert cols["frame_index"].tolist() == list(range(n))
+        assert cols["episode_index"].tolist() == [e] * n
+        np.testing.assert_allclose(cols["timestamp"], np.arange(n) / 10)
+        assert cols[FLAG].reshape(-1).all()
+        assert r.episode_meta(e)["length"] == n
+        states += cols["observation.state"][:, 0].tolist()
+        index += cols["index"].tolist()
+    assert states == kept_states
+    assert index == list(range(12))
+    assert [r.episode(e)["task"][0] for e in range(5)] == ["task 0", "task 1", "task 1", "task 1", "task 1"]
+    stats = json.loads((tmp_path / "human" / "meta" / "stats.json").read_text())
+    assert stats["observation.state"]["count"] == [12]
+    assert stats["observation.state"]["mean"][0] == pytest.approx(np.mean(kept_states))
+    assert stats[FLAG]["mean"][0] == pytest.approx(1.0)
+    assert check_dataset(tmp_path / "human") == []
+    assert check_dataset(src) == []  # the source is untouched
+
+
+def test_keep_frames_refuses_cameras_bad_predicates_and_empty_results(tmp_path):
+    src = hil_like(tmp_path / "hil", FLAGS)
+    with pytest.raises(DatasetError, match="exists; give a new folder"):
+        keep_frames(src, src, human_drove)
+    with pytest.raises(DatasetError, match="must return 5 bools for episode 0"):
+        keep_frames(src, tmp_path / "a", lambda cols: np.ones(3, bool))
+    with pytest.raises(DatasetError, match="no frame of .* matches"):
+        keep_frames(src, tmp_path / "b", lambda cols: np.zeros(len(cols["index"]), bool))
+    with pytest.raises(DatasetError, match=f"does not cut video features \\({CAM}\\)"):
+        keep_frames(
+            demos(tmp_path / "with_camera"), tmp_path / "c", lambda cols: np.ones(len(cols["index"]), bool)
+        )
+    assert not any((tmp_path / d).exists() for d in "abc")
+
+
+@pytest.mark.skipif(
+    not (REF_VENV / "bin" / "python").exists(), reason=f"no LeRobot reference venv at {REF_VENV}"
+)
+def test_kept_interventions_load_in_lerobot(tmp_path):
+    src = hil_like(tmp_path / "hil", FLAGS)
+    keep_frames(src, tmp_path / "human", human_drove)
+    out = subprocess.run(
+        [str(REF_VENV / "bin" / "python"), str(CHECK), str(tmp_path / "human")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"},
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "ok: 5 episode(s), 12 frames, 12 intervention frame(s)" in out.stdout

@@ -1,19 +1,23 @@
-"""Dataset edits that keep a dataset resumable: a copy with per-frame features added at a constant value.
+"""Dataset edits into a new folder: per-frame features added at a constant value; frames filtered.
 
-Use: demonstrations recorded without the HIL extras (``complementary_info.is_intervention``, ...) get
+add_constant_features. Use: demonstrations recorded without the HIL extras (``complementary_info.is_intervention``, ...) get
 them with the value a demonstration recorded through the HIL contract has (the human drove every
 frame), so HIL episodes can then be resumed into the copy (DatasetWriter.resume / the recorder's
 ``resume``), which requires equal features. The added columns, their per-episode statistics in
 meta/episodes and their aggregate in meta/stats.json are those the writer would have written, so
 episodes appended later have the same metadata schema (LeRobot reads every meta/episodes file with
 one schema).
+
+keep_frames. Use: HG-DAgger trains on the frames a human drove only (``complementary_info.is_intervention``).
+The copy is written by DatasetWriter, so frame_index / index / timestamp, episode_index, meta/episodes,
+info.json's totals and the statistics are those of a dataset recorded with just the kept frames.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -22,9 +26,11 @@ import pyarrow.parquet as pq
 
 from . import format as fmt
 from .errors import DatasetError
+from .reader import DatasetReader
 from .stats import aggregate_stats, flatten_episode_stats, numeric_stats, stats_from_json, stats_to_json
 from .storage import JOURNAL, WORK_DIR, write_json_file
 from .tables import episode_files, load_info, load_stats, write_parquet
+from .writer import DatasetWriter
 
 _NUMPY = {
     "bool": np.bool_,
@@ -98,3 +104,67 @@ def add_constant_features(
         shutil.rmtree(dst, ignore_errors=True)
         raise
     return info
+
+
+def keep_frames(
+    src: str | os.PathLike, dst: str | os.PathLike, keep: Callable[[Mapping[str, np.ndarray]], np.ndarray]
+) -> dict:
+    """Copy dataset `src` to the new folder `dst` with only the frames `keep` selects.
+
+    `keep(columns)` gets one episode's columns (DatasetReader.episode: name -> array, vector features
+    (N, D), "task" texts) and returns N bools, one per frame. Each run of consecutive kept frames becomes
+    its own episode: a dropped stretch is a jump in time that no frame of a kept episode may straddle
+    (LeRobot's action chunks and delta timestamps read neighbouring frames). Datasets with cameras are
+    refused: cutting a video stream would mean re-encoding it (lossy, slow), and this edit is for the
+    camera-less datasets of the env-state runs.
+
+    Returns {"info": dst's info.json, "episodes": [(source episode, first frame, frames), ...] in the
+    order of dst's episodes}.
+    """
+    src, dst = Path(src), Path(dst)
+    if dst.exists():
+        raise DatasetError(f"{dst} exists; give a new folder for the copy")
+    reader = DatasetReader(src)
+    cameras = [k for k, f in reader.features.items() if f["dtype"] in (fmt.VIDEO_DTYPE, "image")]
+    if cameras:
+        raise DatasetError(
+            f"{src}: keep_frames does not cut video features ({', '.join(cameras)}); only datasets without "
+            "cameras can be filtered (e.g. closed_loop.py --observation env_state)"
+        )
+    info = reader.info
+    user = {k: f for k, f in reader.features.items() if k not in fmt.DEFAULT_FEATURES}
+    runs = []
+    for e in range(reader.num_episodes):
+        columns = reader.episode(e)
+        n = len(columns["frame_index"])
+        mask = np.asarray(keep(columns))
+        if mask.dtype != np.bool_ or mask.shape != (n,):
+            raise DatasetError(
+                f"keep_frames: the predicate must return {n} bools for episode {e}, got {mask.dtype} {mask.shape}"
+            )
+        # starts and ends of the runs of True: the edges of the mask padded with False on both sides
+        edges = np.flatnonzero(np.diff(np.concatenate(([False], mask, [False])).astype(np.int8)))
+        runs.extend((e, columns, int(a), int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True))
+    if not runs:
+        raise DatasetError(f"keep_frames: no frame of {src} matches; nothing to write to {dst}")
+
+    writer = DatasetWriter.create(
+        dst,
+        fps=reader.fps,
+        features=user,
+        robot_type=info.get("robot_type"),
+        chunks_size=info.get("chunks_size", fmt.DEFAULT_CHUNK_SIZE),
+        data_files_size_in_mb=info.get("data_files_size_in_mb", fmt.DEFAULT_DATA_FILE_SIZE_IN_MB),
+        video_files_size_in_mb=info.get("video_files_size_in_mb", fmt.DEFAULT_VIDEO_FILE_SIZE_IN_MB),
+    )
+    try:
+        for _, columns, a, b in runs:
+            for i in range(a, b):
+                writer.add_frame({k: columns[k][i] for k in user}, task=str(columns["task"][i]))
+            writer.save_episode()
+        writer.finalize()
+    except BaseException:
+        writer.finalize(on_pending="discard")
+        shutil.rmtree(dst, ignore_errors=True)
+        raise
+    return {"info": load_info(dst), "episodes": [(e, a, b - a) for e, _, a, b in runs]}
