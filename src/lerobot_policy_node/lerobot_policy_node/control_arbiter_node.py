@@ -79,7 +79,7 @@ class ControlArbiterConfig:
     alignment_timeout_s: float
     pedal_device: str
     pedal_keys: list[str]
-    control_priority: int = 50
+    control_priority: int
     autostart: bool = False
 
 

@@ -77,10 +77,6 @@ def has_subscribers(publisher) -> bool:
     return publisher.get_subscription_count() > 0
 
 
-def _stamp(ns: int) -> Time:
-    return ns_to_stamp(ns, Time)
-
-
 class SimBridgeNode(LifecycleNode):
     """Base class; see module docstring."""
 
@@ -496,7 +492,7 @@ class SimBridgeNode(LifecycleNode):
     # ------------------------------------------------------------------ publishing
     def _stamp_for(self, result: StepResult) -> Time:
         if self.cfg.mode == "lockstep":
-            return _stamp(result.sim_time_ns)
+            return ns_to_stamp(result.sim_time_ns, Time)
         return self.get_clock().now().to_msg()
 
     def _episode_msg(self, result: StepResult, stamp: Time | None = None) -> EpisodeInfo:
