@@ -295,6 +295,7 @@ class Aligner:
         self._next_k = 0
         self._frame_index = 0
         self._last_emitted_ns: int | None = None
+        self._late_since_prune = False  # a sample at or before the last tick arrived since the last prune
         self._first_ns: dict[str, int] = {}
         self.finished = False
         self.stats = AlignmentStats(fps=self.fps, streams={n: StreamStats() for n in self.specs})
@@ -339,6 +340,7 @@ class Aligner:
         stats.last_ns = t if stats.last_ns is None else max(stats.last_ns, t)
         if self._last_emitted_ns is not None and t <= self._last_emitted_ns:
             stats.late += 1
+            self._late_since_prune = True
         buf = self._buffers[name]
         buf.insert(t, value)
         if name not in self._first_ns or t < self._first_ns[name]:
@@ -493,6 +495,7 @@ class Aligner:
 
     def _prune_used(self) -> None:
         """Keep, per stream, only the latest sample at or before the last tick and what follows."""
+        self._late_since_prune = False
         if self._last_emitted_ns is None:
             return
         for buf in self._buffers.values():
@@ -513,6 +516,7 @@ class Aligner:
                     "next tick: stamps and clock are on different timelines (check use_sim_time / timeline)"
                 )
         out: list[Frame] = []
+        settled_from = self._next_k
         while True:
             k = self._next_k
             t_tick = self._tick_ns(k)
@@ -522,7 +526,8 @@ class Aligner:
             if not horizon and (deadline is None or t_tick > deadline):
                 break
             self._settle(k, t_tick, out)
-        self._prune_used()
+        if self._next_k != settled_from or self._late_since_prune:
+            self._prune_used()  # else no tick was settled and every sample is after the last one
         return out
 
     def finish(self, end_ns: int | None = None) -> list[Frame]:

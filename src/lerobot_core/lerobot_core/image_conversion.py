@@ -30,6 +30,7 @@ the encoding and the sizes involved.
 from __future__ import annotations
 
 import array as _array
+import mmap
 import sys
 
 import numpy as np
@@ -122,21 +123,23 @@ def image_msg_to_array(msg) -> np.ndarray:
     if itemsize > 1 and order != native:
         out = out.byteswap().view(out.dtype.newbyteorder(native))
     # ascontiguousarray may have returned the message buffer itself (no padding): never alias a
-    # buffer that can change; an immutable one (bytes, as rosbags deserializes) is shared read-only
+    # buffer that can change; an immutable one (bytes, as rosbags deserializes, or a read-only
+    # mapping of a bag file) is shared read-only
     if np.may_share_memory(out, buf) and not _immutable(buf):
         out = out.copy()
     return out
 
 
 def _immutable(arr: np.ndarray) -> bool:
-    """True if `arr` is a read-only view of a ``bytes`` object (nothing can change its contents)."""
+    """True if `arr` is a read-only view of ``bytes`` or of a read-only ``mmap`` (a bag file being
+    read: nothing in this process can change its contents)."""
     if arr.flags.writeable:
         return False
     base = arr
     while isinstance(base, np.ndarray):
         base = base.base
     if isinstance(base, memoryview):
-        return base.readonly and isinstance(base.obj, bytes)
+        return base.readonly and isinstance(base.obj, (bytes, mmap.mmap))
     return isinstance(base, bytes)
 
 

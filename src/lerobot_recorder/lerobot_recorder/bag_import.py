@@ -31,6 +31,7 @@ from lerobot_core.contract import Contract, ContractError
 from lerobot_core.time import NS_PER_S as _NS
 from lerobot_core.time import stamp_to_ns
 
+from . import bag_read
 from .bag_io import deserialize
 
 __all__ = [
@@ -147,8 +148,10 @@ class ProgressBar:
         self.done += n
         if label is not None:
             self.label = label
+        if not self.enabled:
+            return
         now = time.monotonic()
-        if self.enabled and (now - self._last >= self.interval or self.done >= self.total):
+        if now - self._last >= self.interval or self.done >= self.total:
             self._last = now
             self._draw(now)
 
@@ -522,7 +525,7 @@ def _import_one(plan, contract, writer, summary, bar, label, latency_margin_s, l
     reader = _open(plan.path)
     try:
         try:
-            for conn, log_time, raw in reader.messages(connections=conns):
+            for conn, log_time, raw in bag_read.messages(reader, conns):
                 bar.update(1, label)
                 # the clock of the streams: log time, shifted when the stamps are on another clock
                 now = log_time - plan.clock_offset_ns

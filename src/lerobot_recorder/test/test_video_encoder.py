@@ -134,13 +134,18 @@ def test_forbid_realtime_priority_is_per_thread():
     assert result["fifo"] is False  # the capability is gone for this thread, root or not
 
 
-@pytest.mark.parametrize("shape", [(480, 640), (482, 646), (96, 128), (30, 40)])
+@pytest.mark.parametrize("shape", [(480, 640), (482, 646), (96, 128), (30, 40), "view"])
 def test_image_stats_histogram_is_exactly_the_stride_grid(shape):
     from lerobot_recorder.dataset.stats import ImageStatsAccumulator
 
-    rng = np.random.default_rng(sum(shape))
+    view = shape == "view"  # frames that are a window of a wider image (not C-contiguous)
+    shape = (480, 640) if view else shape
+    rng = np.random.default_rng(sum(shape) + view)
     acc = ImageStatsAccumulator(*shape)
-    frames = [rng.integers(0, 256, (*shape, 3), dtype=np.uint8) for _ in range(3)]
+    frames = [
+        rng.integers(0, 256, (shape[0], shape[1] + 8 * view, 3), dtype=np.uint8)[:, 4 * view :][:, : shape[1]]
+        for _ in range(3)
+    ]
     for f in frames:
         acc.update(f)
     s = acc.stride

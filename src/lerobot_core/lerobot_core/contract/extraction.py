@@ -99,45 +99,54 @@ def _multi_array_values(topic: str, msg, layout: Layout) -> np.ndarray:
     return data[[pos[j] for _, j in layout]]
 
 
-_NAME_CACHE: dict[tuple, dict[str, int]] = {}
+# (joint names, layout) -> [(field, indices into the message's array, positions in the output, values
+# the message must have)]
+_PLANS: dict[tuple, list[tuple[str, np.ndarray, np.ndarray, int]]] = {}
+
+
+def _plan(topic: str, names: tuple, layout: Layout) -> list[tuple[str, np.ndarray, np.ndarray, int]]:
+    if names:
+        index = {n: i for i, n in enumerate(names)}
+        for _, joint in layout:
+            if joint not in index:
+                raise ValueError(
+                    f"topic {topic}: joint {joint!r} is not in the message (it has {list(names)})"
+                )
+    else:  # a message without names: positional, when the sizes agree (checked per message)
+        index = {j: i for i, j in enumerate(dict.fromkeys(j for _, j in layout))}
+    by_field: dict[str, tuple[list[int], list[int]]] = {}
+    for k, (fld, joint) in enumerate(layout):
+        src, dst = by_field.setdefault(fld, ([], []))
+        src.append(index[joint])
+        dst.append(k)
+    if not names:  # positional: exactly one value per joint
+        return [(fld, np.array(src), np.array(dst), len(index)) for fld, (src, dst) in by_field.items()]
+    return [(fld, np.array(src), np.array(dst), max(src) + 1) for fld, (src, dst) in by_field.items()]
 
 
 def _named_values(arrays_of: Callable, topic: str, msg, layout: Layout) -> np.ndarray:
     names, arrays = arrays_of(topic, msg)
-    index = _NAME_CACHE.get(names)
-    if index is None:
-        index = {n: i for i, n in enumerate(names)}
-        if len(_NAME_CACHE) > 256:
-            _NAME_CACHE.clear()
-        _NAME_CACHE[names] = index
-    positional = None
-    if not names:  # a message without names: positional, when the sizes agree
-        positional = {j: i for i, j in enumerate(dict.fromkeys(j for _, j in layout))}
+    key = (names, tuple(layout))
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _plan(topic, names, layout)
+        if len(_PLANS) > 256:
+            _PLANS.clear()
+        _PLANS[key] = plan
     out = np.empty(len(layout), dtype=np.float64)
-    converted: dict[str, np.ndarray] = {}
-    for k, (fld, joint) in enumerate(layout):
-        arr = converted.get(fld)
-        if arr is None:
-            arr = converted[fld] = np.asarray(arrays[fld], dtype=np.float64)
-            if positional is not None and len(arr) != len(positional):
+    for fld, src, dst, need in plan:
+        arr = np.asarray(arrays[fld], dtype=np.float64)
+        if not names:
+            if len(arr) != need:
                 raise ValueError(
-                    f"topic {topic}: message has no joint names and {len(arr)} {fld} values for "
-                    f"{len(positional)} joints"
+                    f"topic {topic}: message has no joint names and {len(arr)} {fld} values for {need} joints"
                 )
-        if positional is not None:
-            i = positional[joint]
-        else:
-            i = index.get(joint)
-            if i is None:
-                raise ValueError(
-                    f"topic {topic}: joint {joint!r} is not in the message (it has {list(names)})"
-                )
-        if i >= len(arr):
+        elif len(arr) < need:
             raise ValueError(
                 f"topic {topic}: the message has {len(arr)} {fld} values for {len(names)} joints "
                 f"(is {fld} published at all?)"
             )
-        out[k] = arr[i]
+        out[dst] = arr[src]
     return out
 
 

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Mapping
@@ -55,6 +56,7 @@ class ContractError(ValueError):
     """A contract file (or dict) that cannot be used; the message names the file and key path."""
 
 
+@functools.lru_cache(maxsize=256)  # called per message with a handful of distinct names
 def normalize_msgtype(name: str) -> str:
     """'sensor_msgs/JointState' or 'sensor_msgs/msg/JointState' -> 'sensor_msgs/msg/JointState'."""
     parts = str(name).strip().split("/")
