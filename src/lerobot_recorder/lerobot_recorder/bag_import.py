@@ -226,7 +226,7 @@ def inspect_bag(
         first_log: dict = {}
         for topic, conn in connections.items():
             try:
-                for _, log_time, raw in reader.messages(connections=[conn]):
+                for _, log_time, raw in bag_read.messages(reader, [conn]):
                     first[topic] = deserialize(raw, conn.msgtype)
                     first_log[topic] = log_time
                     break

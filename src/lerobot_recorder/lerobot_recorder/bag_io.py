@@ -11,6 +11,8 @@ from rosbags.typesys import Stores, get_typestore
 from lerobot_core.image_conversion import encode_compressed, fill_image_msg
 from lerobot_core.time import ns_to_stamp
 
+from .bag_read import decode_joint_state
+
 _TYPESTORE = None
 
 
@@ -87,7 +89,12 @@ def serialize(msg) -> bytes:
     return typestore().serialize_cdr(msg, msg.__msgtype__)
 
 
-def deserialize(raw: bytes, msgtype: str):
+def deserialize(raw: bytes | memoryview, msgtype: str):
+    store = typestore()
+    if msgtype == "sensor_msgs/msg/JointState":
+        msg = decode_joint_state(raw, store.types)
+        if msg is not None:
+            return msg
     # through a memoryview: rosbags slices off the CDR header, which on bytes copies the whole
     # payload (a VGA frame per image message); the arrays it returns are read-only views either way
-    return typestore().deserialize_cdr(memoryview(raw), msgtype)
+    return store.deserialize_cdr(memoryview(raw), msgtype)

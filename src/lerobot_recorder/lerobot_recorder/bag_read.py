@@ -7,6 +7,9 @@ memoryview into the mapping: uncompressed chunks are never copied, compressed on
 once (by rosbags' own checked decompressor). The order is rosbags': file by file, by log time, ties
 in chunk order and then record order. Anything else (sqlite3, unindexed MCAP, per-message
 compression) is read by rosbags itself.
+
+Also a direct decoder for sensor_msgs/JointState, most of a bag's messages, that decodes the joint
+names once per distinct set instead of once per message.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import zlib
 from collections.abc import Collection, Iterator
 from typing import Any
 
+import numpy as np
 from rosbags.rosbag2.errors import ReaderError
 from rosbags.rosbag2.storage_mcap import McapReader, decompress
 
@@ -127,3 +131,78 @@ def _chunk_messages(buf: memoryview, chunk, order: int, cmap: dict, path) -> Ite
 
 def _log_time(item: tuple) -> int:
     return item[0]
+
+
+# ---------------------------------------------------------------------- sensor_msgs/JointState
+# The bulk of a bag's messages (100-1000 Hz per arm). rosbags decodes and checks every joint name of
+# every message; a recorder's names never change, so the name block's bytes key a cache of the
+# decoded names.
+_U32 = struct.Struct("<I").unpack_from
+_STAMP = struct.Struct("<iII").unpack_from  # sec, nanosec, frame_id length
+_NAME_LISTS: dict[bytes, tuple[str, ...]] = {}
+
+
+def decode_joint_state(raw: bytes | memoryview, types: dict) -> Any | None:
+    """A sensor_msgs/JointState from little-endian CDR as rosbags' class (equal to what rosbags
+    decodes: arrays are read-only float64 views of `raw`); None for big-endian CDR (rosbags decodes
+    it). ValueError on a truncated or malformed payload."""
+    buf = memoryview(raw)
+    if len(buf) < 4 or bytes(buf[:2]) != b"\x00\x01":
+        return None
+    try:
+        sec, nanosec, n = _STAMP(buf, 4)
+        pos = 16 + n
+        frame_id = _cdr_text(buf, 16, n)
+        pos += -(pos - 4) % 4
+        (count,) = _U32(buf, pos)
+        pos += 4
+        start = pos
+        for _ in range(count):
+            pos += -(pos - 4) % 4
+            (n,) = _U32(buf, pos)
+            pos += 4 + n
+        if pos > len(buf):
+            raise ValueError("joint names run past the end of the message")
+        block = bytes(buf[start:pos])
+        names = _NAME_LISTS.get(block)
+        if names is None:
+            names = tuple(_decode_names(buf, start, count))
+            if len(_NAME_LISTS) > 64:
+                _NAME_LISTS.clear()
+            _NAME_LISTS[block] = names
+        arrays = []
+        for _ in range(3):
+            pos += -(pos - 4) % 4
+            (n,) = _U32(buf, pos)
+            pos += 4
+            if n:  # an empty sequence has no padding before its (absent) elements
+                pos += -(pos - 4) % 8
+            arrays.append(np.frombuffer(buf, np.float64, n, pos))
+            pos += 8 * n
+    except struct.error as exc:
+        raise ValueError(f"truncated JointState: {exc}") from None
+    if pos + 3 < len(buf):  # rosbags' rule: at most 3 bytes of padding after the message
+        raise ValueError(f"JointState of {len(buf)} bytes has {len(buf) - pos} bytes after its end")
+    header = types["std_msgs/msg/Header"](
+        stamp=types["builtin_interfaces/msg/Time"](sec=sec, nanosec=nanosec), frame_id=frame_id
+    )
+    return types["sensor_msgs/msg/JointState"](
+        header=header, name=list(names), position=arrays[0], velocity=arrays[1], effort=arrays[2]
+    )
+
+
+def _cdr_text(buf: memoryview, pos: int, n: int) -> str:
+    """A CDR string of length `n` (with its NUL) at `pos`."""
+    if n == 0 or pos + n > len(buf) or buf[pos + n - 1] != 0:
+        raise ValueError(f"bad CDR string of length {n} at byte {pos}")
+    return bytes(buf[pos : pos + n - 1]).decode()
+
+
+def _decode_names(buf: memoryview, pos: int, count: int) -> list[str]:
+    names = []
+    for _ in range(count):
+        pos += -(pos - 4) % 4
+        (n,) = _U32(buf, pos)
+        names.append(_cdr_text(buf, pos + 4, n))
+        pos += 4 + n
+    return names

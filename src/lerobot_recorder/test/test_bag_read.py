@@ -148,3 +148,52 @@ def test_chunk_checksum_is_verified_when_present(tmp_path):
     path.write_bytes(bytes(data))
     with Reader(bag) as reader, pytest.raises(ReaderError, match="checksum"):
         list(bag_read.messages(reader, reader.connections))
+
+
+def _equal(a, b) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, np.ndarray):
+        return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
+    if hasattr(a, "__dataclass_fields__"):
+        return all(_equal(getattr(a, f), getattr(b, f)) for f in a.__dataclass_fields__)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
+
+
+def test_joint_state_decoder_equals_rosbags():
+    """Names of every length mod 4 (alignment), empty and short arrays, frame ids, negative stamps."""
+    rng = np.random.default_rng(1)
+    store = bag_io.typestore()
+    for i in range(300):
+        names = ["j" * int(rng.integers(1, 9)) + str(k) for k in range(int(rng.integers(0, 8)))]
+        sizes = [len(names) if rng.random() < 0.7 else int(rng.integers(0, 4)) for _ in range(3)]
+        msg = bag_io.joint_state(
+            int(rng.integers(-(10**18), 10**18)), names, *(rng.normal(size=s) for s in sizes)
+        )
+        msg.header.frame_id = "f" * int(rng.integers(0, 6))
+        raw = bytes(bag_io.serialize(msg))
+        theirs = store.deserialize_cdr(raw, "sensor_msgs/msg/JointState")
+        ours = bag_read.decode_joint_state(raw, store.types)
+        assert _equal(ours, theirs), i
+        assert _equal(bag_io.deserialize(raw, "sensor_msgs/msg/JointState"), theirs)
+        ours.name.append("x")  # the cached names are not shared with the caller
+        assert _equal(bag_read.decode_joint_state(raw, store.types), theirs)
+
+
+def test_joint_state_decoder_refuses_truncated_and_padded_payloads():
+    store = bag_io.typestore()
+    raw = bytes(bag_io.serialize(bag_io.joint_state(T0, JOINTS, [1.0, 2.0, 3.0], [0.1] * 3, [])))
+    for cut in range(4, len(raw) - 3):
+        with pytest.raises(ValueError):
+            bag_read.decode_joint_state(raw[:cut], store.types)
+    with pytest.raises(ValueError, match="after its end"):
+        bag_read.decode_joint_state(raw + bytes(8), store.types)
+    big_endian = bytes(
+        bag_io.typestore().serialize_cdr(
+            bag_io.joint_state(T0, JOINTS, [1.0, 2.0, 3.0]), "sensor_msgs/msg/JointState", little_endian=False
+        )
+    )
+    assert bag_read.decode_joint_state(big_endian, store.types) is None  # rosbags decodes it
+    assert list(bag_io.deserialize(big_endian, "sensor_msgs/msg/JointState").position) == [1.0, 2.0, 3.0]
