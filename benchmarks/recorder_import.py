@@ -5,8 +5,9 @@ One 30 fps VGA (640x480 rgb8) camera + follower and leader JointState at 100 Hz,
 mcap bag with rosbags (real CDR), then imported into a LeRobotDataset v3. Prints, in one run:
 
   * baseline 0 - real time: the bag's duration
-  * baseline 1 - reading + deserializing the bag with rosbags alone (the floor for any importer)
-  * stage 2    - + alignment + contract conversion (everything but the dataset writer)
+  * baseline 1 - reading + deserializing the bag with rosbags alone (the bare library), and the same
+                 with the import's reader (bag_read: the MCAP file mapped, payloads not copied)
+  * stage 2    - the import's reader + alignment + contract conversion (everything but the writer)
   * baseline 2 - encoding the same frames with PyAV alone, same codec settings (the floor for any
                  writer using that codec; benchmarks/video_floor.py)
   * full       - the whole import, per codec: the default (LeRobot 0.4.4's quality: libsvtav1 crf 30 g 2
@@ -36,7 +37,7 @@ from video_floor import bare_encode, decode, encoder_settings, parse_spec, psnr
 
 from lerobot_core.alignment import Aligner
 from lerobot_core.contract import Contract
-from lerobot_recorder import bag_io
+from lerobot_recorder import bag_io, bag_read
 from lerobot_recorder.bag_import import import_bags
 from lerobot_recorder.dataset import DatasetReader
 from lerobot_recorder.dataset.video import rgb_to_yuv420p
@@ -128,10 +129,12 @@ def contract() -> Contract:
     )
 
 
-def read_only(bag: Path) -> int:
+def read_only(bag: Path, zero_copy: bool = False) -> int:
+    """Read and deserialize every message: rosbags' reader, or the import's (bag_read: mapped MCAP)."""
     n = 0
     with Reader(bag) as reader:
-        for conn, _, raw in reader.messages():
+        messages = bag_read.messages(reader, reader.connections) if zero_copy else reader.messages()
+        for conn, _, raw in messages:
             bag_io.deserialize(raw, conn.msgtype)
             n += 1
     return n
@@ -142,13 +145,13 @@ def align_and_convert(bag: Path, c: Contract) -> int:
     first = {}
     with Reader(bag) as reader:
         for conn in reader.connections:
-            for _, _, raw in reader.messages(connections=[conn]):
+            for _, _, raw in bag_read.messages(reader, [conn]):
                 first[conn.topic] = bag_io.deserialize(raw, conn.msgtype)
                 break
         c = c.resolve(first)
         aligner = Aligner(c.fps, c.stream_specs(), latency_margin_s=0.1)
         frames = 0
-        for conn, log_time, raw in reader.messages():
+        for conn, log_time, raw in bag_read.messages(reader, reader.connections):
             msg = bag_io.deserialize(raw, conn.msgtype)
             aligner.push(conn.topic, *c.extract(conn.topic, msg, conn.msgtype, log_time))
             for f in aligner.pop_ready(now_ns=log_time):
@@ -204,6 +207,9 @@ def main() -> int:
         n = read_only(bag)
         t_read, c_read = time.perf_counter() - t, time.process_time() - c
         t, c = time.perf_counter(), time.process_time()
+        read_only(bag, zero_copy=True)
+        t_read_mapped, c_read_mapped = time.perf_counter() - t, time.process_time() - c
+        t, c = time.perf_counter(), time.process_time()
         frames = align_and_convert(bag, contract())
         t_align, c_align = time.perf_counter() - t, time.process_time() - c
         sources = scene_frames(
@@ -218,6 +224,7 @@ def main() -> int:
         rows = [
             ("baseline 0: real time", real, None),
             (f"baseline 1: rosbags read+deserialize ({n} msgs)", t_read, c_read),
+            ("the import's reader (mapped MCAP) + deserialize", t_read_mapped, c_read_mapped),
             ("stage 2: + align + convert (no writer)", t_align, c_align),
             ("RGB->I420 alone (writer's converter, in the floor)", t_yuv, c_yuv),
         ]
