@@ -257,6 +257,8 @@ class Aligner:
             raise ValueError(f"fps must be a positive number, got {fps!r}")
         self.fps = fps_value
         self._fps = Fraction(fps).limit_denominator(1_000_000)
+        # tick k is at anchor + k * _NS / fps = anchor + (k * _period_num) // _period_den (exact ints)
+        self._period_num, self._period_den = _NS * self._fps.denominator, self._fps.numerator
         self.specs: dict[str, StreamSpec] = {}
         for spec in streams:
             if spec.name in self.specs:
@@ -317,7 +319,7 @@ class Aligner:
         return min(self._buffers[n].times[-1] for n in self._gating)
 
     def _tick_ns(self, k: int) -> int:
-        return self._anchor_ns + (k * _NS * self._fps.denominator) // self._fps.numerator
+        return self._anchor_ns + (k * self._period_num) // self._period_den
 
     # ------------------------------------------------------------------ input
     def push(self, name: str, value: Any, stamp_ns: int | None = None, receive_ns: int | None = None) -> None:
@@ -509,8 +511,8 @@ class Aligner:
             return []
         deadline = None if now_ns is None else int(now_ns) - self.latency_margin_ns
         if deadline is not None:
-            behind = (deadline - self._tick_ns(self._next_k)) * self._fps.numerator
-            if behind > _MAX_TICKS_PER_CALL * _NS * self._fps.denominator:
+            behind = (deadline - self._tick_ns(self._next_k)) * self._period_den
+            if behind > _MAX_TICKS_PER_CALL * self._period_num:
                 raise ValueError(
                     f"the clock (now {now_ns} ns) is {behind / self._fps.numerator / _NS:.0f} s ahead of the "
                     "next tick: stamps and clock are on different timelines (check use_sim_time / timeline)"
