@@ -180,7 +180,12 @@ def main() -> int:
         default="camera",
         help="camera: moving object on a lit gradient; cuts: a new scene every frame (where presets differ)",
     )
-    ap.add_argument("--rounds", type=int, default=3, help="floor/import pairs per codec (median round shown)")
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=5,
+        help="floor/import pairs per codec (median round shown; the codec alone varies +-10 %% per round)",
+    )
     ap.add_argument(
         "--warmup",
         type=int,

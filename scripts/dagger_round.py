@@ -15,7 +15,8 @@
    (v0's architecture and settings; normalization statistics of the dataset it trains on). Which HIL
    frames: --hil-frames all (LeRobot's guide: every frame, v0's own included), or interventions
    (HG-DAgger: only the frames the human drove; <out>/dataset_interventions, each run of them one
-   episode, made by lerobot_recorder.dataset.edit.keep_frames; the demos count as human-driven);
+   episode, made by lerobot_recorder.dataset.edit.keep_frames, which re-encodes camera videos with
+   the recording's codec; the demos count as human-driven);
 3. evaluates v0 and v1 with `lerobot-sim-eval` through ROS (lockstep) on the same --eval-seed.. seeds;
 4. writes <out>/metrics.json (--hil-frames interventions: metrics_interventions.json) and prints
    #demos, #HIL episodes, the intervention rate (HIL frames with is_intervention; HIL episodes with at
@@ -202,12 +203,6 @@ def main() -> int:
     args.observation = "images" if args.image_size else "env_state"
     args.threads, args.num_workers = (0 if args.image_size else 1), 1
     info = check_demos(demos, args.image_size, v0)
-    if args.hil_frames == "interventions" and args.image_size:
-        raise SystemExit(
-            f"dagger_round: --hil-frames interventions cuts episodes where the human took over, which would "
-            f"re-encode camera videos; --v0 {v0} reads cameras. Use --hil-frames all, or a v0 trained with "
-            "closed_loop.py --observation env_state"
-        )
     suffix = "" if args.hil_frames == "all" else f"_{args.hil_frames}"
     n_demos = info["total_episodes"]
     seeds = seed_ranges(args, demos, info)

@@ -269,9 +269,12 @@ def test_file_rotation_and_chunk_indices(tmp_path):
         assert len(r.video_frames("observation.images.wrist", ep)) == n
 
 
-def test_many_episodes_in_one_mp4(tmp_path):
-    lengths = [3, 8, 1, 5, 2]
-    root = write_dataset(tmp_path / "ds", lengths)
+@pytest.mark.parametrize("vcodec", ["libsvtav1", "libx264"])
+def test_many_episodes_in_one_mp4(tmp_path, vcodec):
+    """One-frame episodes between longer ones: with B-frames (libx264) a one-frame file starts its
+    decode timestamps a frame later than the others, and the remux must keep them increasing."""
+    lengths = [3, 8, 1, 5, 2, 1, 1, 4]
+    root = write_dataset(tmp_path / "ds", lengths, vcodec=vcodec)
     r = DatasetReader(root)
     mp4 = root / "videos/observation.images.front/chunk-000/file-000.mp4"
     assert count_frames(mp4) == sum(lengths)

@@ -30,7 +30,6 @@ from lerobot_recorder.live_recorder import RESULT_SAVED, LiveConfig, LiveRecorde
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 CHECK = FIXTURES / "check_with_lerobot.py"
-REF_VENV = Path(os.environ.get("LEROBOT_REF_VENV", "/work/lerobot-ref-venv"))
 JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
 CAM = "/cameras/front/image_raw"
 NS = 1_000_000_000
@@ -42,19 +41,6 @@ def _load(name: str, path: Path):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
-
-
-def ref_python() -> Path:
-    """The reference venv's python, or a test failure saying why it is not there."""
-    error = os.environ.get("LEROBOT_REF_VENV_ERROR")
-    if error:
-        pytest.fail(f"the LeRobot 0.4.4 side venv could not be built: {error}")
-    if not (REF_VENV / ".ready").exists():
-        pytest.fail(
-            f"the LeRobot 0.4.4 side venv {REF_VENV} is not built: run `bash scripts/make-lerobot-ref-venv.sh "
-            f"{REF_VENV}` (scripts/test.sh does this itself) or point LEROBOT_REF_VENV at one"
-        )
-    return REF_VENV / "bin" / "python"
 
 
 def _frame(k: int, ep: int) -> np.ndarray:
@@ -167,8 +153,8 @@ SHAPES = {
 
 
 @pytest.mark.slow
-def test_lerobot_044_loads_every_shape_we_write(tmp_path):
-    python = ref_python()
+def test_lerobot_044_loads_every_shape_we_write(tmp_path, lerobot_python):
+    python = lerobot_python
     check = _load("check_with_lerobot", CHECK)
     roots = []
     for name, make in SHAPES.items():

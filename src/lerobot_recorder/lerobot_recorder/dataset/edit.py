@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -107,16 +107,20 @@ def add_constant_features(
 
 
 def keep_frames(
-    src: str | os.PathLike, dst: str | os.PathLike, keep: Callable[[Mapping[str, np.ndarray]], np.ndarray]
+    src: str | os.PathLike,
+    dst: str | os.PathLike,
+    keep: Callable[[Mapping[str, np.ndarray]], np.ndarray],
+    video: Mapping[str, object] | None = None,
 ) -> dict:
     """Copy dataset `src` to the new folder `dst` with only the frames `keep` selects.
 
     `keep(columns)` gets one episode's columns (DatasetReader.episode: name -> array, vector features
     (N, D), "task" texts) and returns N bools, one per frame. Each run of consecutive kept frames becomes
     its own episode: a dropped stretch is a jump in time that no frame of a kept episode may straddle
-    (LeRobot's action chunks and delta timestamps read neighbouring frames). Datasets with cameras are
-    refused: cutting a video stream would mean re-encoding it (lossy, slow), and this edit is for the
-    camera-less datasets of the env-state runs.
+    (LeRobot's action chunks and delta timestamps read neighbouring frames). Video features are decoded
+    frame by frame and the kept frames encoded again by the writer with `video` (DatasetWriter.create's
+    vcodec / crf / g / preset / pix_fmt; default: the source's codec at LeRobot's other settings): one
+    more lossy generation, at the codec's speed. Per-frame image features (dtype "image") are refused.
 
     Returns {"info": dst's info.json, "episodes": [(source episode, first frame, frames), ...] in the
     order of dst's episodes}.
@@ -125,14 +129,15 @@ def keep_frames(
     if dst.exists():
         raise DatasetError(f"{dst} exists; give a new folder for the copy")
     reader = DatasetReader(src)
-    cameras = [k for k, f in reader.features.items() if f["dtype"] in (fmt.VIDEO_DTYPE, "image")]
-    if cameras:
+    images = [k for k, f in reader.features.items() if f["dtype"] == "image"]
+    if images:
         raise DatasetError(
-            f"{src}: keep_frames does not cut video features ({', '.join(cameras)}); only datasets without "
-            "cameras can be filtered (e.g. closed_loop.py --observation env_state)"
+            f"{src}: keep_frames cuts video features, not per-frame image features ({', '.join(images)})"
         )
     info = reader.info
     user = {k: f for k, f in reader.features.items() if k not in fmt.DEFAULT_FEATURES}
+    cameras = [k for k in user if user[k]["dtype"] == fmt.VIDEO_DTYPE]
+    columns_of = [k for k in user if k not in cameras]
     runs = []
     for e in range(reader.num_episodes):
         columns = reader.episode(e)
@@ -156,15 +161,51 @@ def keep_frames(
         chunks_size=info.get("chunks_size", fmt.DEFAULT_CHUNK_SIZE),
         data_files_size_in_mb=info.get("data_files_size_in_mb", fmt.DEFAULT_DATA_FILE_SIZE_IN_MB),
         video_files_size_in_mb=info.get("video_files_size_in_mb", fmt.DEFAULT_VIDEO_FILE_SIZE_IN_MB),
+        **{"vcodec": _source_encoder(reader, cameras), **dict(video or {})},
     )
     try:
-        for _, columns, a, b in runs:
-            for i in range(a, b):
-                writer.add_frame({k: columns[k][i] for k in user}, task=str(columns["task"][i]))
-            writer.save_episode()
+        for e in dict.fromkeys(e for e, _, _, _ in runs):  # source episodes with kept frames, in order
+            episode_runs = [(columns, a, b) for e2, columns, a, b in runs if e2 == e]
+            frames = {k: reader.iter_video_frames(k, e) for k in cameras}
+            try:
+                nxt = 0  # the frame every camera's iterator yields next
+                for columns, a, b in episode_runs:
+                    for i in range(nxt, b):
+                        images = {k: _next_frame(frames[k], src, e, k, i) for k in cameras}
+                        if i >= a:
+                            row = {k: columns[k][i] for k in columns_of}
+                            writer.add_frame({**row, **images}, task=str(columns["task"][i]))
+                    nxt = b
+                    writer.save_episode()
+            finally:
+                for it in frames.values():
+                    it.close()  # closes the video file (the rest of the episode is not decoded)
         writer.finalize()
     except BaseException:
         writer.finalize(on_pending="discard")
         shutil.rmtree(dst, ignore_errors=True)
         raise
     return {"info": load_info(dst), "episodes": [(e, a, b - a) for e, _, a, b in runs]}
+
+
+# info.json's video.codec -> the encoder that writes it
+_ENCODERS = {"av1": "libsvtav1", "h264": "libx264", "hevc": "libx265"}
+
+
+def _source_encoder(reader: DatasetReader, cameras: list[str]) -> str:
+    """The encoder for the source's video codec (LeRobot's libsvtav1 when unknown or camera-less)."""
+    for key in cameras:
+        codec = (reader.info["features"][key].get("info") or {}).get("video.codec")
+        if codec in _ENCODERS:
+            return _ENCODERS[codec]
+    return "libsvtav1"
+
+
+def _next_frame(frames: Iterator[np.ndarray], src: Path, episode: int, camera: str, index: int) -> np.ndarray:
+    frame = next(frames, None)
+    if frame is None:
+        raise DatasetError(
+            f"{src}: episode {episode}: camera {camera!r} has no frame {index} (its video is shorter than "
+            "the episode's rows; lerobot-dataset-info --check tells more)"
+        )
+    return frame

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ from .errors import DatasetError
 from .stats import stats_from_json
 from .storage import JOURNAL, WORK_DIR
 from .tables import load_episodes, load_info, load_stats, load_tasks
-from .video import decode_range
+from .video import decode_range, iter_frames
 
 
 class DatasetReader:
@@ -128,6 +129,22 @@ class DatasetReader:
             out[name] = _column_to_numpy(table.column(name), self.features.get(name))
         out["task"] = np.array([self.tasks[i] for i in out["task_index"]], dtype=object)
         return out
+
+    def iter_video_frames(self, key: str, episode_index: int) -> Iterator[np.ndarray]:
+        """The episode's frames of camera `key` decoded one at a time (HxWx3 uint8): memory is one
+        frame, whatever the episode's length."""
+        if key not in self.video_keys:
+            raise DatasetError(f"{self.root}: {key!r} is not a video feature ({self.video_keys})")
+        meta = self.episode_meta(episode_index)
+        path = self.root / fmt.video_path(
+            key, meta[f"videos/{key}/chunk_index"], meta[f"videos/{key}/file_index"]
+        )
+        return iter_frames(
+            path,
+            float(meta[f"videos/{key}/from_timestamp"]),
+            float(meta[f"videos/{key}/to_timestamp"]),
+            self.fps,
+        )
 
     def video_frames(self, key: str, episode_index: int) -> np.ndarray:
         """Decoded frames of camera `key` for the episode, (N, H, W, 3) uint8."""

@@ -474,12 +474,16 @@ def concat_mp4(first: Path, second: Path, out: Path, fps: int) -> None:
 
     Both inputs come from the same encoder settings; the second's timestamps are shifted by the
     number of frames of the first, so frame k of the second is at (frames_first + k) / fps.
+    Decode timestamps are kept increasing across the seam: an encoder with B-frames starts a file's
+    DTS one frame early, except in a one-frame file, so after one the next file's first DTS would
+    repeat the last one; it moves up by the least step (it stays at or before its PTS).
     """
     with av.open(str(first)) as in1, av.open(str(second)) as in2, av.open(str(out), mode="w") as dst:
         s1 = in1.streams.video[0]
         ostream = dst.add_stream_from_template(template=s1, opaque=True)
         ostream.time_base = s1.time_base
         offset_frames = 0
+        last_dts = None
         for src in (in1, in2):
             stream = src.streams.video[0]
             tb = stream.time_base
@@ -493,6 +497,14 @@ def concat_mp4(first: Path, second: Path, out: Path, fps: int) -> None:
                 if tb != ostream.time_base:
                     packet.pts = int(round(packet.pts * tb / ostream.time_base))
                     packet.dts = int(round(packet.dts * tb / ostream.time_base))
+                if last_dts is not None and packet.dts <= last_dts:
+                    packet.dts = last_dts + 1
+                    if packet.pts is not None and packet.dts > packet.pts:
+                        raise DatasetError(
+                            f"cannot append {second} to {first}: its decode order overlaps the first's "
+                            f"(packet at pts {packet.pts} would decode at {packet.dts})"
+                        )
+                last_dts = packet.dts
                 packet.stream = ostream
                 dst.mux(packet)
                 n += 1
