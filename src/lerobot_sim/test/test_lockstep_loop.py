@@ -147,15 +147,17 @@ class Services:
     def __init__(self, node):
         self.clients = {name: node.create_client(t, f"{NS}/{name}") for name, t in self.TYPES.items()}
 
-    def call(self, name: str, request, timeout: float = 20.0):
+    def call(self, name: str, request, timeout: float = 20.0, retries: int = 0):
         client = self.clients[name]
         assert client.wait_for_service(timeout_sec=timeout), f"{client.srv_name} not available"
-        future = client.call_async(request)
-        assert wait_until(future.done, timeout), f"{client.srv_name} did not answer"
-        return future.result()
+        for _ in range(retries + 1):
+            future = client.call_async(request)
+            if wait_until(future.done, timeout):
+                return future.result()
+        raise AssertionError(f"{client.srv_name} did not answer ({retries + 1} calls of {timeout:g} s)")
 
-    def reset(self, seed: int):
-        return self.call("sim/reset", ResetSim.Request(use_seed=True, seed=seed))
+    def reset(self, seed: int, retries: int = 0):
+        return self.call("sim/reset", ResetSim.Request(use_seed=True, seed=seed), retries=retries)
 
     def transition(self, transition_id: int) -> bool:
         return self.call(
@@ -202,7 +204,10 @@ def test_lockstep_sim_process_with_resets_and_transitions_between_commands(ros_n
         )
         assert proc.wait_for_output("offering incompatible QoS", 20.0), proc.output()
         ros_node.destroy_publisher(lossy)
-        first = svc.reset(9)
+        # the first call to the sim: once in a full loaded suite run (1 of ~6) its answer never came;
+        # a second call (the same reset again; what follows counts from its episode) tells a lost
+        # answer from a sim that stopped serving
+        first = svc.reset(9, retries=1)
         assert first.success
         ep = first.info.episode_index
         assert wait_until(lambda: (ep, 0) in _steps(info), 10.0)
