@@ -181,7 +181,7 @@ def main() -> int:
         choices=("all", "interventions"),
         default="all",
         help="HIL frames v1 trains on besides the demos: all (LeRobot's guide) or interventions (HG-DAgger: "
-        "only those the human drove; datasets without cameras only)",
+        "only those the human drove; camera videos are re-encoded)",
     )
     ap.add_argument("--steps", type=int, default=1000, help="fine-tuning steps")
     ap.add_argument("--save-freq", type=int, default=0, help="checkpoint every N steps (0 = only at --steps)")

@@ -19,6 +19,7 @@ import mmap
 import struct
 import zlib
 from collections.abc import Collection, Iterator
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -125,12 +126,8 @@ def _chunk_messages(buf: memoryview, chunk, order: int, cmap: dict, path) -> Ite
             if conn is not None:
                 found.append((log_time, order, len(found), conn, data[pos + _MESSAGE_DATA : nxt]))
         pos = nxt
-    found.sort(key=_log_time)  # stable: equal stamps keep record order
+    found.sort(key=itemgetter(0))  # by log time; stable: equal stamps keep record order
     yield from found
-
-
-def _log_time(item: tuple) -> int:
-    return item[0]
 
 
 # ---------------------------------------------------------------------- sensor_msgs/JointState

@@ -10,6 +10,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import av
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
@@ -226,13 +227,16 @@ def test_keep_frames_cuts_the_videos_with_the_rows(tmp_path):
         states += r.episode(e)["observation.state"][:, 0].tolist()
     assert states == [100 * ep + i for ep, i in kept]
     np.testing.assert_allclose(levels, [level(ep, i) for ep, i in kept], atol=3)  # each row its own frame
-    assert r.info["features"][CAM]["info"]["video.codec"] == "h264"  # the source's codec by default
     assert check_dataset(tmp_path / "human") == []
+    keep_frames(src, tmp_path / "av1", human_drove, video={"vcodec": "libsvtav1"})
+    # the source's codec by default, or the caller's; info.json says what the videos hold
+    for root, codec in ((tmp_path / "human", "h264"), (tmp_path / "av1", "av1")):
+        assert DatasetReader(root).info["features"][CAM]["info"]["video.codec"] == codec
+        with av.open(str(next((root / "videos").rglob("*.mp4")))) as container:
+            assert container.streams.video[0].codec_context.codec.canonical_name == codec
 
 
 def test_keep_frames_names_a_video_shorter_than_its_rows_and_writes_nothing(tmp_path):
-    import av
-
     src = hil_with_camera(tmp_path / "hil", [[T, T, T, T, T, T]])
     mp4 = next((src / "videos").rglob("*.mp4"))
     cut = mp4.with_name("cut.mp4")

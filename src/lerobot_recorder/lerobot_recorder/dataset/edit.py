@@ -30,7 +30,7 @@ from .reader import DatasetReader
 from .stats import aggregate_stats, flatten_episode_stats, numeric_stats, stats_from_json, stats_to_json
 from .storage import JOURNAL, WORK_DIR, write_json_file
 from .tables import episode_files, load_info, load_stats, write_parquet
-from .writer import DatasetWriter
+from .writer import DatasetWriter, recorded_video_settings
 
 _NUMPY = {
     "bool": np.bool_,
@@ -119,7 +119,8 @@ def keep_frames(
     its own episode: a dropped stretch is a jump in time that no frame of a kept episode may straddle
     (LeRobot's action chunks and delta timestamps read neighbouring frames). Video features are decoded
     frame by frame and the kept frames encoded again by the writer with `video` (DatasetWriter.create's
-    vcodec / crf / g / preset / pix_fmt; default: the source's codec at LeRobot's other settings): one
+    vcodec / crf / g / preset / pix_fmt; default: the source's codec and pixel format at LeRobot's
+    other settings, as DatasetWriter.resume takes them): one
     more lossy generation, at the codec's speed. Per-frame image features (dtype "image") are refused.
 
     Returns {"info": dst's info.json, "episodes": [(source episode, first frame, frames), ...] in the
@@ -135,10 +136,15 @@ def keep_frames(
             f"{src}: keep_frames cuts video features, not per-frame image features ({', '.join(images)})"
         )
     info = reader.info
-    user = {k: f for k, f in reader.features.items() if k not in fmt.DEFAULT_FEATURES}
+    # without the source's video info: the writer records that of the videos it encodes
+    user = {
+        k: {key: v for key, v in f.items() if key != "info"}
+        for k, f in reader.features.items()
+        if k not in fmt.DEFAULT_FEATURES
+    }
     cameras = [k for k in user if user[k]["dtype"] == fmt.VIDEO_DTYPE]
     columns_of = [k for k in user if k not in cameras]
-    runs = []
+    runs = []  # (source episode, its columns, [(first kept frame, end), ...]) for episodes with any
     for e in range(reader.num_episodes):
         columns = reader.episode(e)
         n = len(columns["frame_index"])
@@ -149,10 +155,14 @@ def keep_frames(
             )
         # starts and ends of the runs of True: the edges of the mask padded with False on both sides
         edges = np.flatnonzero(np.diff(np.concatenate(([False], mask, [False])).astype(np.int8)))
-        runs.extend((e, columns, int(a), int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True))
+        if len(edges):
+            runs.append(
+                (e, columns, [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True)])
+            )
     if not runs:
         raise DatasetError(f"keep_frames: no frame of {src} matches; nothing to write to {dst}")
 
+    vcodec, pix_fmt = recorded_video_settings(info)
     writer = DatasetWriter.create(
         dst,
         fps=reader.fps,
@@ -161,15 +171,14 @@ def keep_frames(
         chunks_size=info.get("chunks_size", fmt.DEFAULT_CHUNK_SIZE),
         data_files_size_in_mb=info.get("data_files_size_in_mb", fmt.DEFAULT_DATA_FILE_SIZE_IN_MB),
         video_files_size_in_mb=info.get("video_files_size_in_mb", fmt.DEFAULT_VIDEO_FILE_SIZE_IN_MB),
-        **{"vcodec": _source_encoder(reader, cameras), **dict(video or {})},
+        **{"vcodec": vcodec, "pix_fmt": pix_fmt, **dict(video or {})},
     )
     try:
-        for e in dict.fromkeys(e for e, _, _, _ in runs):  # source episodes with kept frames, in order
-            episode_runs = [(columns, a, b) for e2, columns, a, b in runs if e2 == e]
+        for e, columns, spans in runs:
             frames = {k: reader.iter_video_frames(k, e) for k in cameras}
             try:
                 nxt = 0  # the frame every camera's iterator yields next
-                for columns, a, b in episode_runs:
+                for a, b in spans:
                     for i in range(nxt, b):
                         images = {k: _next_frame(frames[k], src, e, k, i) for k in cameras}
                         if i >= a:
@@ -185,20 +194,7 @@ def keep_frames(
         writer.finalize(on_pending="discard")
         shutil.rmtree(dst, ignore_errors=True)
         raise
-    return {"info": load_info(dst), "episodes": [(e, a, b - a) for e, _, a, b in runs]}
-
-
-# info.json's video.codec -> the encoder that writes it
-_ENCODERS = {"av1": "libsvtav1", "h264": "libx264", "hevc": "libx265"}
-
-
-def _source_encoder(reader: DatasetReader, cameras: list[str]) -> str:
-    """The encoder for the source's video codec (LeRobot's libsvtav1 when unknown or camera-less)."""
-    for key in cameras:
-        codec = (reader.info["features"][key].get("info") or {}).get("video.codec")
-        if codec in _ENCODERS:
-            return _ENCODERS[codec]
-    return "libsvtav1"
+    return {"info": load_info(dst), "episodes": [(e, a, b - a) for e, _, spans in runs for a, b in spans]}
 
 
 def _next_frame(frames: Iterator[np.ndarray], src: Path, episode: int, camera: str, index: int) -> np.ndarray:

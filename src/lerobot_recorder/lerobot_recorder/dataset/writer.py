@@ -58,6 +58,15 @@ _CODEC_FROM_INFO = {"av1": "libsvtav1", "h264": "libx264", "hevc": "libx265", "v
 BACKPRESSURE_MODES = ("block", "error")
 
 
+def recorded_video_settings(info: Mapping) -> tuple[str, str]:
+    """(encoder, pix_fmt) a dataset's videos were written with, from its info.json (libsvtav1 and
+    yuv420p, LeRobot's, when it records none)."""
+    feats = fmt.features_from_info(info)
+    first = next((feats[k].get("info") for k in fmt.video_keys(feats) if feats[k].get("info")), None) or {}
+    codec = first.get("video.codec", "av1")
+    return _CODEC_FROM_INFO.get(codec, codec), first.get("video.pix_fmt", "yuv420p")
+
+
 class _Column:
     """Growable (N, *shape) array for one numeric feature: a few bytes per frame, no per-frame objects."""
 
@@ -229,14 +238,9 @@ class DatasetWriter:
             if dropped:
                 _LOG.warning("%s: dropped a partial episode left by a crashed writer", root)
             info = load_info(root)
-            feats = fmt.features_from_info(info)
-            vkeys = fmt.video_keys(feats)
-            first_info = next((feats[k].get("info") for k in vkeys if feats[k].get("info")), None) or {}
-            if vcodec is None:
-                codec = first_info.get("video.codec", "av1")
-                vcodec = _CODEC_FROM_INFO.get(codec, codec)
-            if pix_fmt is None:
-                pix_fmt = first_info.get("video.pix_fmt", "yuv420p")
+            recorded_vcodec, recorded_pix_fmt = recorded_video_settings(info)
+            vcodec = recorded_vcodec if vcodec is None else vcodec
+            pix_fmt = recorded_pix_fmt if pix_fmt is None else pix_fmt
             self._init_state(root, info, vcodec, pix_fmt, g, crf, preset, encoder_queue_size, on_backpressure)
             self._encoder_threads = encoder_threads
             self._load_existing()
