@@ -15,7 +15,6 @@ from lerobot_core.ament import find_executable
 from lerobot_recorder.dataset import DatasetReader
 
 pytestmark = pytest.mark.ros
-REF_PYTHON = Path(os.environ.get("LEROBOT_REF_VENV", "/work/lerobot-ref-venv")) / "bin" / "python"
 # check_with_lerobot.py: its accelerate stub and PyAV fallback decoder for LeRobot 0.4.4 here
 FIXTURES = Path(__file__).resolve().parents[2] / "lerobot_recorder" / "test" / "fixtures"
 
@@ -74,9 +73,7 @@ def test_records_a_dataset_in_one_command(recorded):
         assert frames.shape == (n, 64, 96, 3) and frames.std() > 1.0
 
 
-def test_lerobot_loads_the_recording(recorded):
-    if not REF_PYTHON.exists():
-        pytest.skip(f"no LeRobot reference venv at {REF_PYTHON.parent.parent}")
+def test_lerobot_loads_the_recording(recorded, lerobot_python):
     root, _ = recorded
     script = textwrap.dedent(
         f"""
@@ -95,7 +92,7 @@ def test_lerobot_loads_the_recording(recorded):
               int(item["episode_index"]), item["task"])
         """
     )
-    out = subprocess.run([str(REF_PYTHON), "-c", script], capture_output=True, text=True, timeout=300)
+    out = subprocess.run([str(lerobot_python), "-c", script], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     r = DatasetReader(root)
     want = (

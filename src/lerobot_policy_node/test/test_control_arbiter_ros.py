@@ -101,6 +101,18 @@ def command(node, cmd):
     return call(node, ArbiterCommand, "/arbiter/command", ArbiterCommand.Request(command=cmd))
 
 
+def accepted(request, timeout=10.0):
+    """Call `request()` until the arbiter accepts it (the source it needs was just switched on, and
+    the arbiter must have heard it first; on a loaded machine that takes a while) or `timeout`
+    passes; the last answer, for the assertion's message."""
+    deadline = time.monotonic() + timeout
+    while True:
+        r = request()
+        if r.success or time.monotonic() > deadline:
+            return r
+        time.sleep(0.1)
+
+
 def modes(status):
     return [m.mode for m in status.messages]
 
@@ -145,8 +157,7 @@ def test_every_transition_over_ros(ros_node):
             assert not r.success and "no live leader" in r.message and r.mode == ControlStatus.MODE_HOLD
             # the leader comes: takeover, bumpless from the present pose towards the human's command
             src.human_on = True
-            time.sleep(0.2)
-            r = call(ros_node, Trigger, "/arbiter/takeover", Trigger.Request())
+            r = accepted(lambda: call(ros_node, Trigger, "/arbiter/takeover", Trigger.Request()))
             assert r.success, r.message
             assert wait_until(lambda: status.messages[-1].mode == ControlStatus.MODE_HUMAN, 5)
             assert status.messages[-1].is_intervention and status.messages[-1].event == "takeover"
@@ -170,8 +181,8 @@ def test_every_transition_over_ros(ros_node):
             assert not r.success and "unknown command 'fly'" in r.message
             # episode controls hold and are forwarded (no recorder here: a warning, no crash)
             src.policy_on = True
-            time.sleep(0.2)
-            assert command(ros_node, "resume").success
+            r = accepted(lambda: command(ros_node, "resume"))
+            assert r.success, r.message
             r = command(ros_node, "save")
             assert r.success and r.mode == ControlStatus.MODE_HOLD
             assert proc.wait_for_output("recorder/stop_episode is not available", 5)

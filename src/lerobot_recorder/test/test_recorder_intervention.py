@@ -4,7 +4,6 @@ The worker is fed real JointState CDR (rosbags) and ControlStatus-shaped message
 function is the recorder's injection point: here a small struct stands in for the rclpy message)."""
 
 import json
-import os
 import subprocess
 import time
 from pathlib import Path
@@ -26,7 +25,6 @@ JOINT_STATE = TS.types["sensor_msgs/msg/JointState"]
 JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
 STATUS = "/arbiter/status"
 POLICY, HUMAN, HOLD = 0, 1, 2
-REF_VENV = Path(os.environ.get("LEROBOT_REF_VENV", "/work/lerobot-ref-venv"))
 CHECK = Path(__file__).resolve().parent / "fixtures" / "check_hil_with_lerobot.py"
 
 
@@ -178,15 +176,12 @@ def test_hil_episodes_append_to_a_dataset_with_the_same_features(tmp_path):
     assert np.asarray(r.episode(1)["observation.state"])[0, 0] == pytest.approx(10.0)
 
 
-@pytest.mark.skipif(
-    not (REF_VENV / "bin" / "python").exists(), reason=f"no LeRobot reference venv at {REF_VENV}"
-)
-def test_hil_dataset_loads_in_lerobot(tmp_path):
+def test_hil_dataset_loads_in_lerobot(tmp_path, lerobot_python):
     root = tmp_path / "ds"
     record_hil_episode(root)
     record_hil_episode(root, resume=True, value_offset=10.0)
     out = subprocess.run(
-        [str(REF_VENV / "bin" / "python"), str(CHECK), str(root)],
+        [str(lerobot_python), str(CHECK), str(root)],
         capture_output=True,
         text=True,
         timeout=600,

@@ -7,7 +7,9 @@
   participant stays in discovery until its lease runs out, and Fast DDS's shared-memory ports of a
   killed process can leave a later participant on the same port "matched but receiving nothing"
   (eProsima/Fast-DDS#5053, #5469). Ports are numbered per domain, so a new domain never meets them.
-* Fixtures: `ros_domain_id`, `ros_node` (an rclpy node on its own context, spun in a thread).
+* Fixtures: `ros_domain_id`, `ros_node` (an rclpy node on its own context, spun in a thread),
+  `lerobot_python` (the LeRobot 0.4.4 side venv's python, for the tests that load our datasets
+  with the real LeRobot).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+REF_VENV = Path(os.environ.get("LEROBOT_REF_VENV", "/work/lerobot-ref-venv"))
 _DOMAIN_RANGE = range(110, 200)  # Fast DDS accepts 0..232; stay clear of env.sh's default 42
 _LOCK_DIR = Path("/tmp/lerobot_ros_domains")
 _lock_file = None
@@ -96,3 +99,18 @@ def ros_node(request):
         node.destroy_node()
         rclpy.try_shutdown(context=ctx)
         thread.join(timeout=2.0)
+
+
+@pytest.fixture
+def lerobot_python() -> Path:
+    """The LeRobot 0.4.4 side venv's python. Missing, it is a test failure saying why, never a skip:
+    scripts/test.sh builds the venv and passes on why it could not (LEROBOT_REF_VENV_ERROR)."""
+    error = os.environ.get("LEROBOT_REF_VENV_ERROR")
+    if error:
+        pytest.fail(f"the LeRobot 0.4.4 side venv could not be built: {error}")
+    if not (REF_VENV / ".ready").exists():
+        pytest.fail(
+            f"the LeRobot 0.4.4 side venv {REF_VENV} is not built: run `bash scripts/make-lerobot-ref-venv.sh "
+            f"{REF_VENV}` (scripts/test.sh does this itself) or point LEROBOT_REF_VENV at one"
+        )
+    return REF_VENV / "bin" / "python"
