@@ -147,8 +147,10 @@ class Cli:
 
 preset, tmp = sys.argv[1], Path(sys.argv[2])
 out = {}
-# the LeRobot command line: --robot.type=ros --robot.contract=PATH
-cfg = draccus.parse(Cli, args=["--robot.type=ros", f"--robot.contract={preset}",
+# the LeRobot command line: --robot.type=ros --robot.contract=PATH. The realtime sim publishes nothing
+# while it holds a finished episode (reset_delay_s, 1 s), which the contract's 0.3 s would call stale
+# when an episode ends during the checks below (ros_so101_sim's own default is 2 s, for the same reason)
+cfg = draccus.parse(Cli, args=["--robot.type=ros", f"--robot.contract={preset}", "--robot.max_age_s=2.0",
                                "--robot.limits_from=so101_follower", "--robot.connect_timeout_s=120"]).robot
 robot = make_robot_from_config(cfg)
 out["features"] = {k: (list(v) if isinstance(v, tuple) else v.__name__) for k, v in robot.observation_features.items()}
