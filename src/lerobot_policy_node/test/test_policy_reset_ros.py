@@ -22,7 +22,8 @@ def call_reset(node):
     cli = node.create_client(Trigger, "policy/reset")
     assert cli.wait_for_service(timeout_sec=30)
     fut = cli.call_async(Trigger.Request())
-    assert wait_until(fut.done, 20)
+    # the node answers once its start-up (loading the checkpoint) is through: slow on a loaded machine
+    assert wait_until(fut.done, 60), "policy/reset: no answer within 60 s"
     node.destroy_client(cli)
     return fut.result()
 

@@ -194,7 +194,8 @@ def test_too_few_command_subscribers_is_an_error_naming_the_flag(ros_node, datas
     try:
         exe = find_executable("lerobot_policy_node", "lerobot-ros-replay")
         run = subprocess.run(
-            [str(exe), str(dataset), "--episode", "1", "--wait-s", "3", "--min-subscribers", "1"],
+            # long enough for discovery and the first joint_states on a loaded machine (3 s was not)
+            [str(exe), str(dataset), "--episode", "1", "--wait-s", "10", "--min-subscribers", "1"],
             capture_output=True,
             text=True,
             timeout=60,
@@ -203,7 +204,7 @@ def test_too_few_command_subscribers_is_an_error_naming_the_flag(ros_node, datas
         ros_node.destroy_timer(timer)
         ros_node.destroy_publisher(pub)
     assert run.returncode == 2, run.stderr
-    assert "0 of --min-subscribers 1 subscriber(s) on /joint_commands within 3 s (--wait-s)" in run.stderr, (
+    assert "0 of --min-subscribers 1 subscriber(s) on /joint_commands within 10 s (--wait-s)" in run.stderr, (
         run.stderr
     )
 
