@@ -33,7 +33,11 @@ def run(ros_node, rtc: bool):
     # slow = an inference that took more than 2 control periods (the point of the test)
     slow = [c for c in chunks.messages[1:] if c.inference_latency_s > 2 * PERIOD_S]
     if len(slow) < 3:
-        pytest.skip(f"the ACT checkpoint infers faster than 2 periods of {FPS:g} Hz on this machine")
+        latencies = sorted(round(c.inference_latency_s / PERIOD_S, 1) for c in chunks.messages[1:])
+        pytest.skip(
+            f"only {len(slow)} of {len(chunks.messages) - 1} inferences of the ACT checkpoint took more than "
+            f"2 periods of {FPS:g} Hz in this run (latencies in periods: {latencies}); the test needs 3"
+        )
     return chunks.messages, slow, [np.array(m.position) for m in cmds.messages], log
 
 
