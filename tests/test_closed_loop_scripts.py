@@ -12,7 +12,6 @@ expert's success, the interventions the HIL dataset holds), not the policies' qu
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,15 +19,14 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from lerobot_core.ros.testing.pytest_plugin import ref_venv_python
+
 REPO = Path(__file__).resolve().parents[1]
-REF_VENV = Path(os.environ.get("LEROBOT_REF_VENV", "/work/lerobot-ref-venv"))
 
 
 def _run(args: list[str], timeout: float) -> subprocess.CompletedProcess:
-    if not (REF_VENV / ".ready").exists():
-        pytest.fail(f"LeRobot side venv {REF_VENV} is missing: run scripts/make-lerobot-ref-venv.sh")
     res = subprocess.run(
-        [sys.executable, *args, "--lerobot-python", str(REF_VENV / "bin" / "python")],
+        [sys.executable, *args, "--lerobot-python", str(ref_venv_python())],
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 from lerobot_core.ros.testing import wait_until
+from lerobot_core.ros.testing.pytest_plugin import REF_VENV, ref_venv_python
 
 REPO = Path(__file__).resolve().parents[1]
-REF_VENV = Path(os.environ.get("LEROBOT_REF_VENV", "/work/lerobot-ref-venv"))
 SIDE_PY = REF_VENV / "bin" / "python"
 PLUGINS = ("lerobot_robot_ros", "lerobot_teleoperator_ros", "lerobot_camera_ros")
 JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
@@ -60,8 +60,7 @@ def run_side(code: str, timeout: float = 240.0, args: list[str] | None = None) -
 @pytest.fixture(scope="module")
 def side_venv():
     """The LeRobot venv with rclpy and the plugins' distributions; a missing one fails, naming the fix."""
-    if not (REF_VENV / ".ready").exists():
-        pytest.fail(f"LeRobot side venv {REF_VENV} is missing: run scripts/make-lerobot-ref-venv.sh")
+    ref_venv_python()
     res = run_side(
         """
         import importlib.metadata as md, json, sys

@@ -101,10 +101,10 @@ def ros_node(request):
         thread.join(timeout=2.0)
 
 
-@pytest.fixture
-def lerobot_python() -> Path:
+def ref_venv_python() -> Path:
     """The LeRobot 0.4.4 side venv's python. Missing, it is a test failure saying why, never a skip:
-    scripts/test.sh builds the venv and passes on why it could not (LEROBOT_REF_VENV_ERROR)."""
+    scripts/test.sh builds the venv and passes on why it could not (LEROBOT_REF_VENV_ERROR). Also for
+    module-scoped fixtures, which cannot take the function-scoped `lerobot_python`."""
     error = os.environ.get("LEROBOT_REF_VENV_ERROR")
     if error:
         pytest.fail(f"the LeRobot 0.4.4 side venv could not be built: {error}")
@@ -114,3 +114,9 @@ def lerobot_python() -> Path:
             f"{REF_VENV}` (scripts/test.sh does this itself) or point LEROBOT_REF_VENV at one"
         )
     return REF_VENV / "bin" / "python"
+
+
+@pytest.fixture
+def lerobot_python() -> Path:
+    """ref_venv_python() as a fixture."""
+    return ref_venv_python()
