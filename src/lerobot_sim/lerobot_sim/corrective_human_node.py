@@ -12,6 +12,7 @@ from start to end (demonstrations recorded through the same graph and contract).
 
 from __future__ import annotations
 
+import time
 from functools import partial
 
 import numpy as np
@@ -29,6 +30,11 @@ from lerobot_msgs.srv import ArbiterCommand
 from lerobot_sim.bridge_base import QOS_STATE
 from lerobot_sim.corrector import Corrector, CorrectorConfig
 from lerobot_sim.so101_model import JOINT_NAMES
+
+# an arbiter request without an answer after this long is given up and asked again (a lost answer
+# must not silence every later request); the episode-start resume is asked again this often
+REQUEST_TIMEOUT_S = 1.0
+HANDBACK_RETRY_S = 0.5
 
 MODES = {
     ControlStatus.MODE_POLICY: "policy",
@@ -81,6 +87,10 @@ class CorrectiveHumanNode(Node):
         self._episode: int | None = None
         self._t0_ns = 0
         self._pending = None
+        self._pending_command = ""
+        self._pending_since = 0.0
+        self._handback = False  # a new episode: the policy must drive it from its start
+        self._handback_asked = 0.0
         self._command: list[float] | None = None  # the newest teleop command
         self._fresh = False  # published since the keep-alive's last tick
         self.pub = self.create_publisher(
@@ -118,8 +128,21 @@ class CorrectiveHumanNode(Node):
         self._episode = msg.episode_index
         self._t0_ns = self.get_clock().now().nanoseconds
         self.corrector.reset()
-        if not self.cfg.demonstrate and self._mode != "policy":
-            self._request("resume")  # a new episode starts with the policy in control
+        # a new episode starts with the policy in control; asked again until it is (the arbiter
+        # refuses while the policy is still silent after the sim's reset pause)
+        self._handback, self._handback_asked = not self.cfg.demonstrate, 0.0
+        self._ask_handback()
+
+    def _ask_handback(self) -> None:
+        if not self._handback:
+            return
+        if self._mode == "policy" or self.corrector.state != "watch":
+            self._handback = self.corrector.state == "watch" and self._mode != "policy"
+            return
+        now = time.monotonic()
+        if now - self._handback_asked >= HANDBACK_RETRY_S:
+            self._handback_asked = now
+            self._request("resume")
 
     def _on_joints(self, msg: JointState) -> None:
         if self._cube is None or self._episode is None:
@@ -137,6 +160,8 @@ class CorrectiveHumanNode(Node):
         self._publish(self._command)
         if request is not None:
             self._request(request)
+        else:
+            self._ask_handback()
 
     def _publish(self, position: list[float]) -> None:
         out = JointState(name=list(JOINT_NAMES), position=position)
@@ -152,11 +177,19 @@ class CorrectiveHumanNode(Node):
 
     def _request(self, command: str) -> None:
         if self._pending is not None and not self._pending.done():
-            return  # one request in flight at a time; the corrector asks again next step
+            if time.monotonic() - self._pending_since < REQUEST_TIMEOUT_S:
+                return  # one request in flight at a time; the corrector asks again next step
+            # no answer: the request or its answer was lost; give it up, or no request goes out again
+            self.cli.remove_pending_request(self._pending)
+            self.get_logger().warning(
+                f"arbiter/command: no answer to {self._pending_command!r} within {REQUEST_TIMEOUT_S:g} s; "
+                f"sending {command!r}"
+            )
         if not self.cli.service_is_ready():
             self.get_logger().warning("arbiter/command is not available", throttle_duration_sec=5.0)
             return
         self._pending = self.cli.call_async(ArbiterCommand.Request(command=command))
+        self._pending_command, self._pending_since = command, time.monotonic()
 
         def done(f, command=command):
             r = f.result()

@@ -3,11 +3,13 @@ loud on a real error; and the autostart of lifecycle nodes."""
 
 from __future__ import annotations
 
+import faulthandler
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import rclpy
+from rclpy.exceptions import ParameterException
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.lifecycle import TransitionCallbackReturn
 from rclpy.utilities import get_default_context
@@ -98,7 +100,8 @@ def run_node(
     `make_node()` builds the node after ``rclpy.init(args)`` (`before_init` runs first, e.g. to pick a
     DDS profile). One of `errors` raised while building or running is a user error: printed as
     ``<error_prefix>: <error>``, exit code 2. So is a parameter given to the node (params file, ``-p``)
-    that it did not declare while being built: the message names it and the closest declared name. With `autostart`, a lifecycle node whose
+    that it did not declare while being built: the message names it and the closest declared name; and
+    one whose value is out of its declared range or of the wrong type (named, no traceback). With `autostart`, a lifecycle node whose
     ``autostart`` parameter is true is configured and activated before it spins; a failed transition
     exits with code 1. The node then spins until Ctrl-C, SIGTERM or ``rclpy.shutdown`` (exit code 0):
     on `executor()` (default: single-threaded), or by `spin(node)`, or, with `main_loop`, the executor
@@ -108,6 +111,10 @@ def run_node(
     state; a non-zero return becomes the exit code when there was none), then the node is destroyed and
     rclpy shut down.
     """
+    # a crash in native code (DDS, MuJoCo, OpenGL) prints every thread's Python stack to stderr, so
+    # the launcher's log says where a node died, not only its signal
+    if not faulthandler.is_enabled():
+        faulthandler.enable()
     if before_init is not None:
         before_init()
     rclpy.init(args=args)
@@ -137,6 +144,10 @@ def run_node(
         code = 2
     except UnknownParameterError as exc:  # a misspelt parameter in a profile or on the command line
         print(f"error: {exc}", flush=True)
+        code = 2
+    except ParameterException as exc:  # a value out of its declared range, or of the wrong type
+        message, _, name = str(exc).rpartition(": ")  # rclpy: "<what is wrong>: <parameter name>"
+        print(f"error: parameter {name!r}: {message}", flush=True)
         code = 2
     except SystemExit as exc:  # a node that is done (e.g. after a fixed number of messages)
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
