@@ -132,7 +132,9 @@ def test_every_transition_over_ros(ros_node):
     status = MessageCollector(ros_node, ControlStatus, "/arbiter/status", STATUS_QOS)
     out = MessageCollector(ros_node, JointState, "/joint_commands")
     src = Sources(ros_node)
-    with arbiter() as proc:
+    # a source is silent after 1.5 s here: 0.5 s (the default) let one stall of a busy 2-core machine
+    # end the policy's drive between `resume` and `save`, and a save while holding is no transition
+    with arbiter(source_timeout_s=1.5) as proc:
         OUTPUT[0] = proc.output
         try:
             # start: the policy publishes, so it drives; the first command is within a step of the pose
@@ -165,7 +167,7 @@ def test_every_transition_over_ros(ros_node):
 
             # the human goes silent while driving: hold, not replay
             src.human_on = False
-            assert wait_until(lambda: status.messages[-1].mode == ControlStatus.MODE_HOLD, 5)
+            assert wait_until(lambda: status.messages[-1].mode == ControlStatus.MODE_HOLD, 10)
             assert status.messages[-1].event == "human_silent"
             # resume: the policy again
             r = call(ros_node, Trigger, "/arbiter/resume", Trigger.Request())
@@ -173,7 +175,7 @@ def test_every_transition_over_ros(ros_node):
             assert wait_until(lambda: status.messages[-1].mode == ControlStatus.MODE_POLICY, 5)
             # the policy goes silent: hold
             src.policy_on = False
-            assert wait_until(lambda: status.messages[-1].event == "policy_silent", 5)
+            assert wait_until(lambda: status.messages[-1].event == "policy_silent", 10)
             r = command(ros_node, "resume")
             assert not r.success and "policy is silent" in r.message
             r = command(ros_node, "fly")
@@ -184,6 +186,7 @@ def test_every_transition_over_ros(ros_node):
             assert r.success, r.message
             r = command(ros_node, "save")
             assert r.success and r.mode == ControlStatus.MODE_HOLD
+            assert r.message == "save: episode ended, holding", (r.message, proc.output())
             assert proc.wait_for_output("recorder/stop_episode is not available", 5)
             # the recorder warning is logged before the status goes out, and the status is another
             # topic than the service's answer: wait for the status itself before the arbiter stops
