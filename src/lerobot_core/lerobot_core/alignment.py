@@ -44,6 +44,12 @@ Emission (the same rules offline and online)
       ``history_s=None`` then, so nothing is pruned).
     * Online (recorder node): ``push`` from callbacks, ``pop_ready(now_ns=clock_now)`` from a
       timer; at stop, wait one latency margin and call ``finish(end_ns=stop_time)``.
+    * The default end of ``finish()`` is the newest time every required, non-latched stream has
+      data for, plus ``end_slack_ns`` (``GRID_SLACK_NS``, 1 ms, at most half a period). A source
+      that counts whole-ns periods (a simulator in lockstep: 33333333 ns at 30 fps) stamps its
+      k-th sample up to k/3 ns before the exact grid tick k; without the slack the last tick of
+      such a recording lay just past every sample and was lost. 1 ms covers a million such
+      ticks, and a tick it admits takes samples at most 1 ms older than itself.
     * Policy node: ``push`` from callbacks, ``sample_at(now_ns - margin)`` whenever an
       observation is needed (does not consume anything, so give a short ``history_s``, e.g. 1.0:
       it is then what bounds the memory of image streams).
@@ -63,13 +69,14 @@ API
         .pop_ready(now_ns=None) -> list[Frame]      settled ticks, in order
         .finish(end_ns=None) -> list[Frame]         every remaining tick up to end_ns (default: the
                                                     oldest newest-sample time of the required,
-                                                    non-latched streams)
+                                                    non-latched streams, + end_slack_ns)
         .sample_at(time_ns) -> Frame | DroppedTick  evaluate one instant, consume nothing
         .restart(start_ns=None) -> AlignmentStats   new episode on the same streams; keeps the
                                                     samples the new episode can use, returns the
                                                     finished episode's stats
         .covered_ns                                 the newest time every required, non-latched
                                                     stream has data for (None while one has none)
+        .end_slack_ns                               min(GRID_SLACK_NS, half a period)
         .started, .finished, .next_tick_ns, .stats (AlignmentStats), .drops (recent DroppedTick)
     Frame(index, tick_index, time_ns, timestamp, values, sample_ns)
     DroppedTick(tick_index, time_ns, reasons)
@@ -105,6 +112,7 @@ __all__ = [
     "StreamStats",
     "AlignmentStats",
     "Aligner",
+    "GRID_SLACK_NS",
     "stamp_to_ns",
 ]
 
@@ -115,6 +123,8 @@ TIMELINES = (HEADER, RECEIVE)
 
 # a single pop_ready call emitting more ticks than this means the clock and the stamps disagree
 _MAX_TICKS_PER_CALL = 1_000_000
+# how far past the newest common sample finish()'s default end reaches (see "Emission")
+GRID_SLACK_NS = 1_000_000
 
 
 def _seconds_to_ns(value: float | None, what: str) -> int | None:
@@ -317,6 +327,11 @@ class Aligner:
         if any(not self._buffers[n].times for n in self._gating):
             return None
         return min(self._buffers[n].times[-1] for n in self._gating)
+
+    @property
+    def end_slack_ns(self) -> int:
+        """How far past the newest common sample :meth:`finish`'s default end reaches."""
+        return min(GRID_SLACK_NS, (self._period_num // self._period_den) // 2)
 
     def _tick_ns(self, k: int) -> int:
         return self._anchor_ns + (k * self._period_num) // self._period_den
@@ -536,14 +551,16 @@ class Aligner:
         """Settle every remaining tick up to ``end_ns`` (inclusive) and close the episode.
 
         The default end is the last time every required stream has data for (the smallest of their
-        newest sample times), so the final ticks are not dropped for lack of data.
+        newest sample times) plus :attr:`end_slack_ns`, so the final ticks are not dropped for lack
+        of data, nor the tick a whole-ns clock stamped a few ns early.
         """
         if self.finished:
             return []
         out: list[Frame] = []
         if self._try_start():
             if end_ns is None:
-                end_ns = min(self._buffers[n].times[-1] for n in self._gating if self._buffers[n].times)
+                newest = min(self._buffers[n].times[-1] for n in self._gating if self._buffers[n].times)
+                end_ns = newest + self.end_slack_ns
             end_ns = int(end_ns)
             behind = (end_ns - self._tick_ns(self._next_k)) * self._fps.numerator
             if behind > _MAX_TICKS_PER_CALL * _NS * self._fps.denominator:

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from lerobot_core.alignment import (
+    GRID_SLACK_NS,
     Aligner,
     DroppedTick,
     Frame,
@@ -41,6 +42,38 @@ def test_hold_and_interpolate_exact_values():
     assert as_lists(values(frames, "joints")) == [[0.0, 10.0], [1.0, 20.0], [2.0, 30.0], [3.0, 10.0]]
     assert [f.sample_ns["cam"] for f in frames] == [0, 0, ms(150), ms(150)]
     assert al.stats.ticks_emitted == 4 and al.stats.ticks_dropped == 0
+
+
+def test_finish_takes_the_last_tick_of_a_whole_ns_clock():
+    """A lockstep sim stamps step k at k * 33333333 ns: up to k/3 ns before the exact grid tick k.
+    The last tick then lies just past every sample; finish() must still settle it (with the sample
+    stamped for it), and reach no further than GRID_SLACK_NS past the newest common sample."""
+    period = 1_000_000_000 // 30
+    specs = [StreamSpec("cam", "hold"), StreamSpec("joints", "interpolate")]
+    al = Aligner(30, specs, history_s=None)
+    assert al.end_slack_ns == GRID_SLACK_NS == MS
+    for k in range(90):
+        al.push("cam", f"img{k}", stamp_ns=k * period)
+        al.push("joints", [float(k)], stamp_ns=k * period)
+    frames = al.finish()
+    assert len(frames) == 90 and frames[-1].time_ns == (89 * 1_000_000_000) // 30
+    assert frames[-1].time_ns - 89 * period == 29  # the tick lies 29 ns past its sample
+    assert values(frames, "cam") == [f"img{k}" for k in range(90)]
+    assert as_lists(values(frames, "joints"))[-1] == [89.0]
+    # a tick more than the slack past the newest common sample is not settled
+    al = Aligner(30, specs, history_s=None)
+    for k in range(3):
+        al.push("cam", k, stamp_ns=k * period)
+        al.push("joints", [float(k)], stamp_ns=k * period)
+    al.push("cam", 3, stamp_ns=3 * period - 2 * MS)
+    al.push("joints", [3.0], stamp_ns=3 * period - 2 * MS)
+    assert len(al.finish()) == 3
+    # at 1000 fps the slack is half a period, so the next tick is never reached
+    al = Aligner(1000, [StreamSpec("j", "hold")], history_s=None)
+    assert al.end_slack_ns == MS // 2
+    for k in range(5):
+        al.push("j", k, stamp_ns=k * MS)
+    assert values(al.finish(), "j") == [0, 1, 2, 3, 4]
 
 
 def test_interpolation_weights_are_exact_at_quarter_points():

@@ -53,10 +53,6 @@ from .rate_audit import AuditSpec, RateAudit, StreamHealth
 from .raw_bag import RawBagError, RawRecording, ThreadedBagWriter
 
 _NS = 1_000_000_000
-# lockstep: how far a tick of the recorder's exact 1/fps grid may lie past the sim's stamp of the same
-# tick. The sim counts whole-ns periods (33333333 ns at 30 fps), so its stamps fall behind the exact
-# grid by under 1 ns per tick: 1 ms covers a million ticks and stays far below any sim's period.
-LOCKSTEP_GRID_SLACK_NS = 1_000_000
 MODES = ("dataset", "raw", "both")
 
 RESULT_SAVED, RESULT_DISCARDED, RESULT_EMPTY, RESULT_ERROR = 0, 1, 2, 3
@@ -150,7 +146,9 @@ class _Episode:
     closing_until: float | None = None  # monotonic deadline of the stop's latency margin
     passed_stop: set[str] = field(default_factory=set)  # streams with a sample past the stop
     sim_done_ns: int | None = None  # sim boundaries: stamp of the sim episode's done step (the stop)
-    end_ns: int | None = None  # the last tick the aligner settles (None: its newest common sample)
+    end_ns: int | None = (
+        None  # the last tick the aligner settles (None: its default, the newest common sample + its end slack)
+    )
 
     def settled(self, now: float, required: set[str]) -> bool:
         """Stopped, and done waiting: the margin ran out or every required stream passed the stop."""
@@ -876,7 +874,7 @@ class LiveRecorder:
         t0 = c.phase_start or self._mono()
         duration = max(0.0, self._mono() - t0)
         if ep is not None and save and error is None:
-            error = self._write_frames(ep, ep.aligner.finish(self._end_of(ep)))
+            error = self._write_frames(ep, ep.aligner.finish(ep.end_ns))
             if error:
                 save = False
         stats = ep.aligner.stats if ep is not None else None
@@ -957,23 +955,6 @@ class LiveRecorder:
         if c.state == State.SAVING:
             return c.saved(self._mono(), ok=ok, empty=empty)
         return []
-
-    def _end_of(self, ep: _Episode) -> int | None:
-        """The last tick a saved episode settles (None: the aligner's default, its newest common sample).
-
-        In lockstep a sample is stamped with its sim tick, and the sim steps only once every required
-        stream of the tick has been taken in: the newest stamp all required streams reached is a
-        complete tick, however the stop came. Its samples lie a few ns before the recorder's grid
-        tick (the sim counts whole-ns periods), which no later sample will ever pass once the run
-        has ended, so the end reaches that grid tick. The samples themselves were taken only up to
-        the stop (later ones never enter the episode), so no tick past the stop is settled.
-        """
-        if ep.end_ns is not None or not self._lockstep:
-            return ep.end_ns
-        covered = ep.aligner.covered_ns
-        if covered is None:
-            return None
-        return covered + min(LOCKSTEP_GRID_SLACK_NS, int(_NS / (2 * self.contract.fps)))
 
     def _final_health(self, stats) -> list[StreamHealth]:
         out = []

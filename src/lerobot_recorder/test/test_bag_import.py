@@ -94,6 +94,27 @@ def test_import_one_bag_exact_values(tmp_path, storage):
     assert np.abs(frames.reshape(30, -1).mean(axis=1) - 4 * np.arange(30)).max() < 2.5
 
 
+def test_lockstep_sim_stamps_import_every_tick(tmp_path):
+    """A raw bag of a lockstep sim: every stream stamped with the sim tick, k * 33333333 ns (whole-ns
+    periods, so up to k/3 ns before the exact 1/30 s grid). Every tick of the bag is a frame, the last
+    one included (it used to be lost: the live recording of the same run had one frame more)."""
+    period = 1_000_000_000 // 30
+    events = []
+    for k in range(45):
+        t = T0 + k * period
+        events.append((t + MS, "/joint_states", bag_io.joint_state(t, SO101, np.full(6, 0.01 * k))))
+        events.append((t + MS, "/leader/joint_states", bag_io.joint_state(t, SO101, np.full(6, -0.01 * k))))
+        events.append((t + 2 * MS, CAM, bag_io.image(t, np.full((H, W, 3), k * 4, np.uint8), "rgb8")))
+    bag = write_bag(tmp_path / "bag", "mcap", events)
+    summary = import_bags([bag], quick_contract(), tmp_path / "ds", progress=False)
+    assert summary.frames == 45 and summary.dropped_ticks == 0
+    ep = DatasetReader(tmp_path / "ds").episode(0)
+    np.testing.assert_allclose(ep["observation.state"][:, 0], 0.01 * np.arange(45), atol=1e-5)
+    np.testing.assert_allclose(ep["action"][:, 0], -0.01 * np.arange(45), atol=1e-5)
+    frames = DatasetReader(tmp_path / "ds").video_frames("observation.images.front", 0)
+    assert np.abs(frames.reshape(45, -1).mean(axis=1) - 4 * np.arange(45)).max() < 2.5
+
+
 @STORAGES
 def test_many_bags_resume_and_split(tmp_path, storage):
     a = write_bag(tmp_path / "a", storage, session(1.0))
