@@ -11,7 +11,9 @@ intervention) and HOLD (paused: the follower holds the pose it had when the paus
     episode   save / rerecord / stop: the arbiter holds (the episode ended; the reset starts held)
 
 A source that falls silent (nothing newer than ``source_timeout_s``) while it drives puts the
-arbiter in HOLD; its last command is not replayed. Every switch is bumpless: the safety filter
+arbiter in HOLD; its last command is not replayed. A step the caller marks as following a stall
+of its own (``step(now, judge_silence=False)``) does not judge silence: the commands that arrived
+during the stall may not have been taken yet, and the next step judges. Every switch is bumpless: the safety filter
 restarts from the measured pose, so the new source's first command is reached within the per-step
 bound (``SafetyFilter``: joint limits, max change per control step).
 """
@@ -208,8 +210,13 @@ class Arbiter:
         self._pending_takeover_since = None
 
     # ------------------------------------------------------------------ the control step
-    def step(self, now_s: float) -> np.ndarray | None:
-        """The command for this control step (rad), or None while no pose is known yet."""
+    def step(self, now_s: float, judge_silence: bool = True) -> np.ndarray | None:
+        """The command for this control step (rad), or None while no pose is known yet.
+
+        ``judge_silence=False``: the caller was stalled before this step (it ran late), so commands
+        received meanwhile may still wait to be taken; a driving source is not judged silent here.
+        The caller must judge at the next step (never defer twice in a row).
+        """
         if self._awaiting_start and self.mode == Mode.HOLD:
             src = Source.POLICY if self.cfg.initial_mode == Mode.POLICY else Source.HUMAN
             if self.is_live(src, now_s):
@@ -231,7 +238,7 @@ class Arbiter:
                         f"{self.cfg.alignment_timeout_s:g} s (off by {self._leader_error:.3f} rad)",
                     )
                 )
-        if self.mode != Mode.HOLD:
+        if self.mode != Mode.HOLD and judge_silence:
             src = Source.POLICY if self.mode == Mode.POLICY else Source.HUMAN
             if not self.is_live(src, now_s):
                 age = now_s - self._latest[src].stamp_s

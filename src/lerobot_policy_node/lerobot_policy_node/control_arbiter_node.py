@@ -62,6 +62,8 @@ QOS_STATUS = QoSProfile(
 )
 RECORDER_SERVICES = {"save": "stop_episode", "rerecord": "discard_episode", "stop": "finalize"}
 INITIAL_MODES = {"policy": Mode.POLICY, "human": Mode.HUMAN, "hold": Mode.HOLD}
+# a control step later than this many periods after the previous one follows a stall of this process
+STALL_PERIODS = 2.0
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,8 @@ class ControlArbiterNode(LifecycleNode):
         self._lock = threading.Lock()
         self._active = False  # forwarding; only changed by the lifecycle transitions, under _lock
         self._present: np.ndarray | None = None
+        self._last_tick_s: float | None = None  # the previous control step (None: none since activate)
+        self._deferred = False  # the previous step did not judge silence (it followed a stall)
         self._published_transitions = 0
         self._last_event, self._last_message = "", "unconfigured"
         self._last_transition: Transition | None = None
@@ -235,6 +239,7 @@ class ControlArbiterNode(LifecycleNode):
         with self._lock:
             self.arbiter.restart()
             self._active = True
+            self._last_tick_s, self._deferred = None, False
         self._leader_errors.clear()
         self._last_event = "activate"
         self._last_message = f"holding until the {self.cfg.initial_mode} publishes"
@@ -505,12 +510,38 @@ class ControlArbiterNode(LifecycleNode):
         with self._lock:
             if not self._active:  # a tick that raced a deactivate sends nothing
                 return
-            cmd = self.arbiter.step(now)
+            judge = self._judges_silence(now)
+            cmd = self.arbiter.step(now, judge_silence=judge)
             mode = self.arbiter.mode
         if cmd is not None:
             self._publish_command(cmd)
         self._after_change()
         self._sync_leader_torque(mode)
+
+    def _judges_silence(self, now: float) -> bool:
+        """Whether this control step may judge the driving source silent (called under _lock).
+
+        rclpy's executor runs a ready timer before the ready subscriptions of the same wake-up. After
+        a stall of this process (not scheduled on a busy machine, a long pause), the first step would
+        see only commands from before the stall, although newer ones wait to be taken, and end the
+        drive. Such a step (later than STALL_PERIODS periods after the previous one) leaves the
+        judgement to the next step, which follows the waiting callbacks; never two steps in a row.
+        """
+        previous, self._last_tick_s = self._last_tick_s, now
+        stalled = previous is not None and now - previous > STALL_PERIODS / self.cfg.rate_hz
+        defer = stalled and not self._deferred
+        self._deferred = defer
+        arb = self.arbiter
+        if defer and arb.mode != Mode.HOLD:
+            src = Source.POLICY if arb.mode == Mode.POLICY else Source.HUMAN
+            if not arb.is_live(src, now):
+                self.get_logger().warning(
+                    f"this control step ran {now - previous:.3f} s after the previous one (the process "
+                    f"was stalled): the {src.value}'s silence is judged at the next step, after the "
+                    "commands received meanwhile",
+                    throttle_duration_sec=5.0,
+                )
+        return not defer
 
     def _publish_command(self, cmd: np.ndarray) -> None:
         msg = JointState(name=list(self.cfg.joint_names), position=[float(v) for v in cmd])

@@ -151,6 +151,26 @@ def test_silent_source_in_control_holds_not_replays(mode, source):
     assert arb.step(TIMEOUT + 0.04) == pytest.approx(out) and arb.mode == Mode.HOLD
 
 
+def test_a_step_after_a_stall_leaves_the_silence_to_the_next_step():
+    """The caller was stalled: the step it runs first may not have seen the commands waiting for it."""
+    arb = make(Mode.POLICY)
+    feed(arb, 0.0)
+    arb.update_present(arb.step(0.0))
+    late = TIMEOUT + 0.5  # the caller's first step after a stall of half a second
+    out = arb.step(late, judge_silence=False)
+    assert arb.mode == Mode.POLICY and not arb.transitions
+    assert out is not None  # the policy's last command, through the safety filter
+    # the commands that waited during the stall are taken; the next step judges: live, still driving
+    arb.update_source(Source.POLICY, np.full(N, 0.05), late + 0.001)
+    arb.step(late + 0.02)
+    assert arb.mode == Mode.POLICY and not arb.transitions
+    # a policy that really went silent is judged at the step after the deferred one
+    arb.step(late + 1.0, judge_silence=False)
+    assert arb.mode == Mode.POLICY
+    arb.step(late + 1.02)
+    assert arb.mode == Mode.HOLD and arb.transitions[-1].event == "policy_silent"
+
+
 @pytest.mark.parametrize("initial,source", [(Mode.POLICY, Source.POLICY), (Mode.HUMAN, Source.HUMAN)])
 def test_starts_holding_until_the_initial_source_publishes(initial, source):
     arb = Arbiter(ArbiterConfig(("a", "b", "c"), SafetyLimits.build(N, max_step=STEP), initial_mode=initial))

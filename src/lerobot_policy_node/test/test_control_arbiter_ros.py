@@ -2,6 +2,7 @@
 Trigger services, silence -> hold, refusals, and the foot pedal (missing device, FIFO)."""
 
 import os
+import signal
 import time
 
 import numpy as np
@@ -204,6 +205,34 @@ def test_every_transition_over_ros(ros_node):
     for e in ("start", "pause", "takeover", "human_silent", "resume", "policy_silent", "save"):
         assert e in transitions, transitions
     assert proc.returncode == 0, proc.output()
+
+
+def test_a_stall_of_the_arbiter_itself_does_not_end_the_drive(ros_node):
+    """The arbiter's process is stopped (SIGSTOP) for three times the source timeout while the policy
+    keeps publishing: its first control step after SIGCONT sees only commands from before the stall
+    (rclpy runs a ready timer before ready subscriptions). The drive goes on, and the log says why; a
+    policy that really stops is still judged silent."""
+    status = MessageCollector(ros_node, ControlStatus, "/arbiter/status", STATUS_QOS)
+    src = Sources(ros_node)
+    try:
+        with arbiter(source_timeout_s=0.3) as proc:
+            OUTPUT[0] = proc.output
+            assert wait_until(lambda: ControlStatus.MODE_POLICY in modes(status), 30), proc.output()
+            for _ in range(3):
+                before = len(status.messages)
+                proc.signal(signal.SIGSTOP)
+                time.sleep(0.9)
+                proc.signal(signal.SIGCONT)
+                assert proc.wait_for_output("the process was stalled", 10), proc.output()[-2000:]
+                wait_until(lambda: False, 1.0)  # a wrong HOLD would come within a control period or two
+                events = [m.event for m in status.messages[before:]]
+                assert "policy_silent" not in events, (events, proc.output()[-2000:])
+                assert status.messages[-1].mode == ControlStatus.MODE_POLICY
+            src.policy_on = False
+            assert wait_until(lambda: status.messages[-1].event == "policy_silent", 10), proc.output()[-2000:]
+        assert proc.returncode == 0, proc.output()[-2000:]
+    finally:
+        src.close()
 
 
 def test_missing_pedal_is_an_error_at_start_naming_the_path(tmp_path):
