@@ -45,11 +45,12 @@ Emission (the same rules offline and online)
     * Online (recorder node): ``push`` from callbacks, ``pop_ready(now_ns=clock_now)`` from a
       timer; at stop, wait one latency margin and call ``finish(end_ns=stop_time)``.
     * The default end of ``finish()`` is the newest time every required, non-latched stream has
-      data for, plus ``end_slack_ns`` (``GRID_SLACK_NS``, 1 ms, at most half a period). A source
+      data for, plus ``end_slack_ns`` (``GRID_SLACK_NS``, 0.1 ms, at most half a period). A source
       that counts whole-ns periods (a simulator in lockstep: 33333333 ns at 30 fps) stamps its
-      k-th sample up to k/3 ns before the exact grid tick k; without the slack the last tick of
-      such a recording lay just past every sample and was lost. 1 ms covers a million such
-      ticks, and a tick it admits takes samples at most 1 ms older than itself.
+      k-th sample up to k/3 ns before the exact grid tick k (under 1 ns per tick at any fps);
+      without the slack the last tick of such a recording lay just past every sample and was
+      lost. 0.1 ms covers over a hundred thousand ticks, and a tick it admits takes samples at
+      most 0.1 ms older than itself. A caller with a hard end (a stop) bounds ``end_ns`` itself.
     * Policy node: ``push`` from callbacks, ``sample_at(now_ns - margin)`` whenever an
       observation is needed (does not consume anything, so give a short ``history_s``, e.g. 1.0:
       it is then what bounds the memory of image streams).
@@ -124,7 +125,7 @@ TIMELINES = (HEADER, RECEIVE)
 # a single pop_ready call emitting more ticks than this means the clock and the stamps disagree
 _MAX_TICKS_PER_CALL = 1_000_000
 # how far past the newest common sample finish()'s default end reaches (see "Emission")
-GRID_SLACK_NS = 1_000_000
+GRID_SLACK_NS = 100_000
 
 
 def _seconds_to_ns(value: float | None, what: str) -> int | None:

@@ -51,7 +51,7 @@ def test_finish_takes_the_last_tick_of_a_whole_ns_clock():
     period = 1_000_000_000 // 30
     specs = [StreamSpec("cam", "hold"), StreamSpec("joints", "interpolate")]
     al = Aligner(30, specs, history_s=None)
-    assert al.end_slack_ns == GRID_SLACK_NS == MS
+    assert al.end_slack_ns == GRID_SLACK_NS == MS // 10
     for k in range(90):
         al.push("cam", f"img{k}", stamp_ns=k * period)
         al.push("joints", [float(k)], stamp_ns=k * period)
@@ -65,14 +65,14 @@ def test_finish_takes_the_last_tick_of_a_whole_ns_clock():
     for k in range(3):
         al.push("cam", k, stamp_ns=k * period)
         al.push("joints", [float(k)], stamp_ns=k * period)
-    al.push("cam", 3, stamp_ns=3 * period - 2 * MS)
-    al.push("joints", [3.0], stamp_ns=3 * period - 2 * MS)
+    al.push("cam", 3, stamp_ns=3 * period - MS // 5)
+    al.push("joints", [3.0], stamp_ns=3 * period - MS // 5)
     assert len(al.finish()) == 3
-    # at 1000 fps the slack is half a period, so the next tick is never reached
-    al = Aligner(1000, [StreamSpec("j", "hold")], history_s=None)
-    assert al.end_slack_ns == MS // 2
+    # at 10 kHz the slack is half a period, so the next tick is never reached
+    al = Aligner(10_000, [StreamSpec("j", "hold")], history_s=None)
+    assert al.end_slack_ns == MS // 20
     for k in range(5):
-        al.push("j", k, stamp_ns=k * MS)
+        al.push("j", k, stamp_ns=k * MS // 10)
     assert values(al.finish(), "j") == [0, 1, 2, 3, 4]
 
 

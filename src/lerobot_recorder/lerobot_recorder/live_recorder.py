@@ -146,9 +146,7 @@ class _Episode:
     closing_until: float | None = None  # monotonic deadline of the stop's latency margin
     passed_stop: set[str] = field(default_factory=set)  # streams with a sample past the stop
     sim_done_ns: int | None = None  # sim boundaries: stamp of the sim episode's done step (the stop)
-    end_ns: int | None = (
-        None  # the last tick the aligner settles (None: its default, the newest common sample + its end slack)
-    )
+    end_ns: int | None = None  # the last tick the aligner settles (None: _end_of decides)
 
     def settled(self, now: float, required: set[str]) -> bool:
         """Stopped, and done waiting: the margin ran out or every required stream passed the stop."""
@@ -874,7 +872,7 @@ class LiveRecorder:
         t0 = c.phase_start or self._mono()
         duration = max(0.0, self._mono() - t0)
         if ep is not None and save and error is None:
-            error = self._write_frames(ep, ep.aligner.finish(ep.end_ns))
+            error = self._write_frames(ep, ep.aligner.finish(self._end_of(ep)))
             if error:
                 save = False
         stats = ep.aligner.stats if ep is not None else None
@@ -955,6 +953,17 @@ class LiveRecorder:
         if c.state == State.SAVING:
             return c.saved(self._mono(), ok=ok, empty=empty)
         return []
+
+    @staticmethod
+    def _end_of(ep: _Episode) -> int | None:
+        """The last time a saved episode's ticks reach: the sim's done step when the sim ended it, else
+        the aligner's default end (its newest common sample + its end slack), never past the stop."""
+        if ep.end_ns is not None:
+            return ep.end_ns
+        covered = ep.aligner.covered_ns
+        if covered is None or ep.t_stop_ns is None:
+            return None
+        return min(covered + ep.aligner.end_slack_ns, ep.t_stop_ns)
 
     def _final_health(self, stats) -> list[StreamHealth]:
         out = []

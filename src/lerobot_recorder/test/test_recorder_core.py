@@ -547,3 +547,25 @@ def test_episode_boundaries_must_be_time_or_sim(tmp_path):
         ValueError, match=r"parameter 'episode_boundaries' must be one of \('time', 'sim'\), got 'steps'"
     ):
         LiveRecorder(cfg, Contract.from_dict(CONTRACT), decode=_decode, clock=FakeClock(0))
+
+
+def test_a_saved_episode_ends_at_its_newest_common_sample_never_past_the_stop():
+    """The aligner's default end reaches 0.1 ms past the newest common sample (the last tick of a
+    lockstep sim's whole-ns clock); a live episode's end never passes its stop."""
+    from lerobot_core.alignment import Aligner, StreamSpec
+    from lerobot_recorder.live_recorder import LiveRecorder, _Episode
+
+    period = 1_000_000_000 // 30
+    aligner = Aligner(30, [StreamSpec("a"), StreamSpec("b")], history_s=None)
+    for k in range(4):
+        aligner.push("a", k, stamp_ns=k * period)
+        aligner.push("b", k, stamp_ns=k * period)
+    ep = _Episode(index=0, aligner=aligner, t_begin_ns=0)
+    assert LiveRecorder._end_of(ep) is None  # not stopped: the aligner's own default
+    ep.t_stop_ns = 10 * period
+    assert LiveRecorder._end_of(ep) == 3 * period + aligner.end_slack_ns
+    ep.t_stop_ns = 3 * period  # grid tick 3 lies 1 ns past the stop
+    assert LiveRecorder._end_of(ep) == 3 * period
+    assert [f.values["a"] for f in aligner.finish(LiveRecorder._end_of(ep))] == [0, 1, 2]
+    ep.end_ns = 5  # the sim ended the episode: its done step decides
+    assert LiveRecorder._end_of(ep) == 5
