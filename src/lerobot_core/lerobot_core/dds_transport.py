@@ -13,7 +13,10 @@ ROS_AUTOMATIC_DISCOVERY_RANGE is LOCALHOST (env.sh), and the user has no profile
 
 from __future__ import annotations
 
+import fcntl
 import os
+import sys
+import time
 from collections.abc import Mapping, MutableMapping
 
 LARGE_IMAGE_PROFILE = "fastdds_large_images.xml"
@@ -38,3 +41,58 @@ def use_large_image_transport(environ: MutableMapping[str, str] = os.environ) ->
     if profile:
         environ["FASTDDS_DEFAULT_PROFILES_FILE"] = profile
     return profile
+
+
+def remove_dead_segments(shm_dir: str = "/dev/shm", min_age_s: float = 10.0) -> list[tuple[str, int]]:
+    """Remove the Fast DDS shared-memory files whose owner is gone; returns (path, bytes) removed.
+
+    A participant keeps its segment's lock file (``<name>_el``) locked while it lives. A process that
+    was killed (SIGKILL, a crash) cannot remove its segment, and the file stays in ``shm_dir``, which
+    is RAM (32 MB per sim or camera process with the large-image profile). A file whose lock can be
+    taken has no owner; files younger than `min_age_s` are left alone (a participant being made may
+    not hold its lock yet).
+    """
+    removed = []
+    now = time.time()
+    for name in sorted(os.listdir(shm_dir)):
+        if not (name.startswith("fastdds_") and name.endswith("_el")):
+            continue
+        lock_path = os.path.join(shm_dir, name)
+        data_path = lock_path[: -len("_el")]
+        try:
+            if now - os.stat(lock_path).st_mtime < min_age_s:
+                continue
+            fd = os.open(lock_path, os.O_RDONLY)
+        except OSError:  # removed meanwhile
+            continue
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:  # its owner lives
+                continue
+            for path in (data_path, lock_path):
+                try:
+                    size = os.path.getsize(path)
+                    os.unlink(path)
+                except OSError:
+                    continue
+                removed.append((path, size))
+        finally:
+            os.close(fd)
+    return removed
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m lerobot_core.dds_transport clean``: remove dead Fast DDS shared-memory files."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] != ["clean"] or len(argv) > 2:
+        print("usage: python -m lerobot_core.dds_transport clean [SHM_DIR]", file=sys.stderr)
+        return 2
+    removed = remove_dead_segments(argv[1] if len(argv) == 2 else "/dev/shm")
+    total = sum(size for _, size in removed)
+    print(f"removed {len(removed)} file(s) of dead Fast DDS participants, {total / 2**20:.1f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -50,3 +50,39 @@ def test_large_image_profile_keeps_dds_on_this_host():
     assert int(kinds["SHM"].findtext("d:segment_size", namespaces=ns)) >= 2 * 480 * 640 * 3 * 4
     whitelist = [a.text for a in kinds["UDPv4"].iterfind("d:interfaceWhiteList/d:address", ns)]
     assert whitelist == ["127.0.0.1"]
+
+
+def test_dead_segments_are_removed_and_live_ones_kept(tmp_path):
+    """A segment whose lock file nobody holds is a dead participant's: removed. One whose lock is held
+    (a live participant) stays, and so does a fresh one (its owner may not have locked it yet)."""
+    import fcntl
+    import os
+    import time
+
+    from lerobot_core.dds_transport import main, remove_dead_segments
+
+    old = time.time() - 60
+    for name in ("fastdds_dead", "fastdds_live", "fastdds_fresh", "fastdds_port7000"):
+        (tmp_path / name).write_bytes(b"x" * 1000)
+        (tmp_path / f"{name}_el").write_bytes(b"")
+        if name != "fastdds_fresh":
+            os.utime(tmp_path / f"{name}_el", (old, old))
+    (tmp_path / "unrelated").write_bytes(b"y")
+    holder = os.open(tmp_path / "fastdds_live_el", os.O_RDONLY)
+    fcntl.flock(holder, fcntl.LOCK_EX)  # another open file description: a live owner
+    try:
+        removed = remove_dead_segments(str(tmp_path))
+    finally:
+        os.close(holder)
+    assert sorted(os.path.basename(p) for p, _ in removed) == [
+        "fastdds_dead",
+        "fastdds_dead_el",
+        "fastdds_port7000",
+        "fastdds_port7000_el",
+    ]
+    assert sum(size for _, size in removed) == 2000
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == ["fastdds_fresh", "fastdds_fresh_el", "fastdds_live", "fastdds_live_el", "unrelated"]
+    assert main(["clean", str(tmp_path)]) == 0  # the live one's owner is gone now
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fastdds_fresh", "fastdds_fresh_el", "unrelated"]
+    assert main(["wipe"]) == 2

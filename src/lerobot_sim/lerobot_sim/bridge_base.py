@@ -615,10 +615,17 @@ def _spin(node: SimBridgeNode) -> None:
     # the full collections that message churn triggers every few hundred steps (a full collection in
     # realtime mode is a missed control period)
     gc.freeze()
-    if node._command_loop is None:
-        rclpy.spin(node)
-    else:
-        node._command_loop.spin()
+    try:
+        if node._command_loop is None:
+            rclpy.spin(node)
+        else:
+            node._command_loop.spin()
+    finally:
+        # frozen objects are never collected, not even at exit: rclpy's context (in reference cycles
+        # with its executor's guard conditions) would never be finalized, and with it the DDS
+        # participant, whose shared-memory segments (32 MB with the large-image profile) then stay
+        # in /dev/shm after the process is gone
+        gc.unfreeze()
 
 
 def _safe_state(node: SimBridgeNode) -> int:

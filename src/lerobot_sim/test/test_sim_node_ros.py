@@ -1,6 +1,8 @@
 """The sim and gym_bridge nodes as real processes, talked to over DDS (loopback)."""
 
+import os
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -201,3 +203,40 @@ def test_gym_bridge_pusht_lockstep(ros_node):
         assert _at(state, last).name == ["agent_x", "agent_y"]
         frame = _at(img, last)
         assert frame.encoding == "rgb8" and frame.height > 0
+
+
+def _own_shm_segments(pid: int) -> dict[str, int]:
+    """The Fast DDS shared-memory segments process `pid` owns, with their sizes: an owner keeps its
+    segment's lock file (``<segment>_el``) open. (Readers map the segments of the writers they read,
+    so the mappings do not tell owners apart; the port files are shared by every local participant.)"""
+    own = {}
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:  # closed meanwhile
+            continue
+        if target.startswith("/dev/shm/fastdds_") and target.endswith("_el") and "_port" not in target:
+            segment = target[: -len("_el")]
+            if os.path.exists(segment):
+                own[segment] = os.path.getsize(segment)
+    return own
+
+
+@pytest.mark.parametrize("mode", ["realtime", "lockstep"])
+def test_a_stopped_sim_leaves_no_shared_memory_behind(ros_node, mode):
+    """Stopped with Ctrl-C, the sim's DDS participant is destroyed, and with it its shared-memory
+    segments (32 MB each with the large-image profile). The sim used to leave them in /dev/shm on
+    every exit (its frozen garbage was never collected, so the context was never finalized): a day of
+    runs filled the 24 GB of RAM that /dev/shm shares, until processes were OOM-killed."""
+    params = {"mode": mode, "autostart": True, "cameras": ["front"], "image_width": 32, "image_height": 24}
+    info = MessageCollector(ros_node, EpisodeInfo, "/sim/episode_info")
+    with RosProcess("lerobot_sim", "sim", parameters=params) as proc:
+        assert wait_until(lambda: len(info.messages) > 0, 60), proc.output()[-2000:]
+        # the large-image profile's 32 MB segment comes with the sim's first large writer
+        assert wait_until(lambda: max(_own_shm_segments(proc.pid).values(), default=0) >= 32 * 2**20, 30), (
+            _own_shm_segments(proc.pid)
+        )
+        segments = set(_own_shm_segments(proc.pid))
+        assert proc.stop() == 0, proc.output()[-2000:]
+    left = sorted(p for p in segments if os.path.exists(p))
+    assert not left, f"left in /dev/shm after the sim exited: {left}"
