@@ -16,7 +16,12 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
-from lerobot_core.ros.testing import MessageCollector, RosProcess, wait_until  # noqa: E402
+from lerobot_core.ros.testing import (  # noqa: E402
+    MessageCollector,
+    RosProcess,
+    subscription_without_events,
+    wait_until,
+)
 from lerobot_msgs.msg import ControlStatus  # noqa: E402
 from lerobot_msgs.srv import ArbiterCommand  # noqa: E402
 from lerobot_policy_node.pedal import pack_event  # noqa: E402
@@ -46,7 +51,8 @@ class Sources:
         self.human_on = False
         self.policy_target = POLICY
         self.pose = PRESENT.copy()
-        self.sub = node.create_subscription(JointState, "/joint_commands", self._on_command, 10)
+        # destroyed by close() while the node spins
+        self.sub = subscription_without_events(node, JointState, "/joint_commands", self._on_command, 10)
         self.timer = node.create_timer(1.0 / RATE, self._tick)
 
     def _on_command(self, msg):

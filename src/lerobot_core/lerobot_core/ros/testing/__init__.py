@@ -34,6 +34,29 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 10.0, interval: f
         time.sleep(interval)
 
 
+def subscription_without_events(node, msg_type, topic: str, callback, qos):
+    """A subscription the test may destroy while another thread spins ``node``.
+
+    rclpy gives every subscription and publisher QoS event handlers (incompatible QoS, incompatible
+    type), which the executor adds to its wait set. Destroyed from the test's thread while the
+    executor builds a wait set, such a handler raises InvalidHandle out of ``executor.spin()``
+    (ros2/rclpy#1284, #1206): the spinning thread dies, and every later wait of the test times out.
+    Without handlers the executor only meets the subscription itself, whose destruction it handles.
+    The peers still report a QoS mismatch; only this side's warning is not logged. (Publishers have
+    the same handlers, but 5,000 made and destroyed under a 500 Hz timer never killed the executor
+    here, where subscriptions did within 100; why was not found.)
+    """
+    from rclpy.event_handler import SubscriptionEventCallbacks
+
+    return node.create_subscription(
+        msg_type,
+        topic,
+        callback,
+        qos,
+        event_callbacks=SubscriptionEventCallbacks(use_default_callbacks=False),
+    )
+
+
 class MessageCollector:
     """Collects messages of one topic from the moment it is created (subscribe first, then start peers)."""
 
@@ -44,8 +67,9 @@ class MessageCollector:
         self.messages: list = []
         self._lock = threading.Lock()
         self._keep = keep
-        self.sub = node.create_subscription(
-            msg_type, topic, self._cb, qos if qos is not None else QoSProfile(depth=100)
+        # closed while the node spins (wait_for_messages does): no QoS event handlers
+        self.sub = subscription_without_events(
+            node, msg_type, topic, self._cb, qos if qos is not None else QoSProfile(depth=100)
         )
         self.topic = self.sub.topic_name
 
@@ -189,4 +213,10 @@ class RosProcess:
             pass
 
 
-__all__ = ["MessageCollector", "RosProcess", "wait_for_messages", "wait_until"]
+__all__ = [
+    "MessageCollector",
+    "RosProcess",
+    "subscription_without_events",
+    "wait_for_messages",
+    "wait_until",
+]
