@@ -66,6 +66,61 @@ def test_loop_takes_the_lockstep_commands_away_from_the_executor(mode):
         rclpy.try_shutdown(context=context)
 
 
+@pytest.mark.parametrize("end", ["context_shutdown", "callback_error"])
+def test_the_executor_is_shut_down_only_after_its_thread_left_the_wait_set(end):
+    """Executor.shutdown() destroys guard conditions that a wait set in the executor's thread holds
+    (ros2/rclpy#968). The loop first makes that thread stop waiting, joins it, then shuts the executor
+    down, whether the context ended or a handed-over callback raised."""
+    import threading
+
+    import rclpy
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = _make_node(context, "lockstep")
+    loop = node.lockstep_loop()
+    executor = node.executor
+    alive_at_shutdown = []
+    shutdown = executor.shutdown
+
+    def recording_shutdown(*args, **kwargs):
+        alive_at_shutdown.append(
+            any(t.name == "sim_executor" and t.is_alive() for t in threading.enumerate())
+        )
+        return shutdown(*args, **kwargs)
+
+    executor.shutdown = recording_shutdown
+    errors = []
+
+    def spin():
+        try:
+            loop.spin()
+        except Exception as exc:  # the callback's error comes out of spin, as from rclpy.spin
+            errors.append(exc)
+
+    spinner = threading.Thread(target=spin, daemon=True)
+    spinner.start()
+    try:
+        assert wait_until(lambda: any(t.name == "sim_executor" for t in threading.enumerate()), 10.0)
+        time.sleep(0.3)  # the executor's thread is in its wait
+        if end == "context_shutdown":
+            context.try_shutdown()
+        else:
+
+            def fail():
+                raise RuntimeError("a callback failed")
+
+            node.create_timer(0.01, fail)
+        spinner.join(10.0)
+        assert not spinner.is_alive()
+        assert alive_at_shutdown == [False]
+        assert not any(t.name == "sim_executor" for t in threading.enumerate())
+        assert [str(e) for e in errors] == ([] if end == "context_shutdown" else ["a callback failed"])
+    finally:
+        node.destroy_node()
+        context.try_shutdown()
+
+
 def test_every_callback_runs_in_the_loop_s_thread():
     """Commands (the loop's wait set) and the reset service, lifecycle transitions and timers (handed over
     by the executor) all run in the thread that spins the loop: an environment's OpenGL context works
