@@ -393,8 +393,11 @@ def test_lerobot_record_then_replay_on_the_sim(side_venv, sim, tmp_path, ros_nod
     while len(sent.values) < len(actions) and time.monotonic() < deadline:
         time.sleep(0.05)  # replay has returned: wait only for the last messages in flight
     replayed = np.asarray(sent.values)
-    # the first commands can go out before DDS matched this test's subscriber; the rest arrive in order
-    assert len(actions) // 2 <= len(replayed) <= len(actions), (len(replayed), len(actions))
+    # the first commands can go out before DDS matched this test's subscriber (the plugin waits for the
+    # sim's subscriber, not for this one); the rest arrive in order. A participant that misses the first
+    # announcements of a new one meets it at the next periodic announcement, which Fast DDS sends every
+    # 3 s by default: 84 of 150 commands were missed once in a quiet full run. At least 1 s must arrive.
+    assert 30 <= len(replayed) <= len(actions), (len(replayed), len(actions))
     tail = len(replayed) // 2
     # what the robot sent is the recorded action on most ticks; where the recording jumps (the sim began a
     # new episode) the safety filter walks there in bounded steps instead
