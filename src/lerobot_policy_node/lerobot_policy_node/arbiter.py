@@ -11,11 +11,12 @@ intervention) and HOLD (paused: the follower holds the pose it had when the paus
     episode   save / rerecord / stop: the arbiter holds (the episode ended; the reset starts held)
 
 A source that falls silent (nothing newer than ``source_timeout_s``) while it drives puts the
-arbiter in HOLD; its last command is not replayed. A step the caller marks as following a stall
-of its own (``step(now, judge_silence=False)``) does not judge silence: the commands that arrived
-during the stall may not have been taken yet, and the next step judges. Every switch is bumpless: the safety filter
-restarts from the measured pose, so the new source's first command is reached within the per-step
-bound (``SafetyFilter``: joint limits, max change per control step).
+arbiter in HOLD; its last command is not replayed. Silence is measured in the caller's awake time:
+a step tells how long the caller itself was stalled before it (``step(now, stalled_s=...)``), and
+that time counts toward no source's silence, since the commands sent meanwhile may still wait to be
+taken. A source that really stopped is judged at most the excused time later. Every switch is
+bumpless: the safety filter restarts from the measured pose, so the new source's first command is
+reached within the per-step bound (``SafetyFilter``: joint limits, max change per control step).
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ class Reply:
 class _Latest:
     command: np.ndarray | None = None
     stamp_s: float = -math.inf
+    stalled_s: float = 0.0  # the caller's stalled time (Arbiter._stalled_s) when it was received
 
 
 @dataclass
@@ -102,6 +104,7 @@ class Arbiter:
         self._leader_aligned = False
         self._leader_error = math.nan
         self._pending_takeover_since: float | None = None
+        self._stalled_s = 0.0  # the caller's stalls so far (step's stalled_s), not counted as silence
 
     # ------------------------------------------------------------------ inputs
     def update_present(self, positions) -> None:
@@ -114,15 +117,25 @@ class Arbiter:
         """A command from the policy or the human (rad, joint_names order); non-finite ones are ignored."""
         c = np.asarray(command, dtype=np.float64)
         if c.shape == (len(self.cfg.joint_names),) and np.all(np.isfinite(c)):
-            self._latest[source] = _Latest(c, now_s)
+            self._latest[source] = _Latest(c, now_s, self._stalled_s)
 
     def update_leader_alignment(self, error_rad: float, tolerance_rad: float) -> None:
         """Largest |leader - follower| over the joints while the leader mirrors the follower."""
         self._leader_error = float(error_rad)
         self._leader_aligned = bool(math.isfinite(error_rad) and error_rad <= tolerance_rad)
 
+    def silence_s(self, source: Source, now_s: float) -> float:
+        """How long `source` has published nothing, in the caller's awake time: its stalls since the
+        source's newest command do not count (inf: never published since the start)."""
+        latest = self._latest[source]
+        return now_s - latest.stamp_s - (self._stalled_s - latest.stalled_s)
+
+    def heard_s(self, source: Source) -> float:
+        """When `source`'s newest command was received (-inf: never since the start)."""
+        return self._latest[source].stamp_s
+
     def is_live(self, source: Source, now_s: float) -> bool:
-        return now_s - self._latest[source].stamp_s <= self.cfg.source_timeout_s
+        return self.silence_s(source, now_s) <= self.cfg.source_timeout_s
 
     @property
     def leader_aligned(self) -> bool:
@@ -210,13 +223,15 @@ class Arbiter:
         self._pending_takeover_since = None
 
     # ------------------------------------------------------------------ the control step
-    def step(self, now_s: float, judge_silence: bool = True) -> np.ndarray | None:
+    def step(self, now_s: float, stalled_s: float = 0.0) -> np.ndarray | None:
         """The command for this control step (rad), or None while no pose is known yet.
 
-        ``judge_silence=False``: the caller was stalled before this step (it ran late), so commands
-        received meanwhile may still wait to be taken; a driving source is not judged silent here.
-        The caller must judge at the next step (never defer twice in a row).
+        ``stalled_s``: how long the caller was not running before this step, beyond its normal
+        period (it ran late). The commands sent meanwhile may still wait to be taken, so that time
+        counts toward no source's silence (see ``silence_s``).
         """
+        if stalled_s > 0.0:
+            self._stalled_s += stalled_s
         if self._awaiting_start and self.mode == Mode.HOLD:
             src = Source.POLICY if self.cfg.initial_mode == Mode.POLICY else Source.HUMAN
             if self.is_live(src, now_s):
@@ -238,10 +253,10 @@ class Arbiter:
                         f"{self.cfg.alignment_timeout_s:g} s (off by {self._leader_error:.3f} rad)",
                     )
                 )
-        if self.mode != Mode.HOLD and judge_silence:
+        if self.mode != Mode.HOLD:
             src = Source.POLICY if self.mode == Mode.POLICY else Source.HUMAN
             if not self.is_live(src, now_s):
-                age = now_s - self._latest[src].stamp_s
+                age = self.silence_s(src, now_s)
                 why = "never published" if math.isinf(age) else f"silent for {age:.3f} s"
                 self._switch(Mode.HOLD, f"{src.value}_silent", f"the {src.value} is {why}: holding", now_s)
         if self._switched:

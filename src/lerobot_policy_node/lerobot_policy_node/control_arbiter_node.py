@@ -62,7 +62,8 @@ QOS_STATUS = QoSProfile(
 )
 RECORDER_SERVICES = {"save": "stop_episode", "rerecord": "discard_episode", "stop": "finalize"}
 INITIAL_MODES = {"policy": Mode.POLICY, "human": Mode.HUMAN, "hold": Mode.HOLD}
-# a control step later than this many periods after the previous one follows a stall of this process
+# a control step counts at most this many periods toward a source's silence; the rest of a longer
+# gap since the previous step was a stall of this process
 STALL_PERIODS = 2.0
 
 
@@ -111,7 +112,6 @@ class ControlArbiterNode(LifecycleNode):
         self._active = False  # forwarding; only changed by the lifecycle transitions, under _lock
         self._present: np.ndarray | None = None
         self._last_tick_s: float | None = None  # the previous control step (None: none since activate)
-        self._deferred = False  # the previous step did not judge silence (it followed a stall)
         self._published_transitions = 0
         self._last_event, self._last_message = "", "unconfigured"
         self._last_transition: Transition | None = None
@@ -239,7 +239,7 @@ class ControlArbiterNode(LifecycleNode):
         with self._lock:
             self.arbiter.restart()
             self._active = True
-            self._last_tick_s, self._deferred = None, False
+            self._last_tick_s = None
         self._leader_errors.clear()
         self._last_event = "activate"
         self._last_message = f"holding until the {self.cfg.initial_mode} publishes"
@@ -510,38 +510,44 @@ class ControlArbiterNode(LifecycleNode):
         with self._lock:
             if not self._active:  # a tick that raced a deactivate sends nothing
                 return
-            judge = self._judges_silence(now)
-            cmd = self.arbiter.step(now, judge_silence=judge)
+            stalled = self._stalled_s(now)
+            cmd = self.arbiter.step(now, stalled_s=stalled)
             mode = self.arbiter.mode
+            if stalled > 0.0 and mode != Mode.HOLD:
+                self._log_excused_stall(now, stalled)
         if cmd is not None:
             self._publish_command(cmd)
         self._after_change()
         self._sync_leader_torque(mode)
 
-    def _judges_silence(self, now: float) -> bool:
-        """Whether this control step may judge the driving source silent (called under _lock).
+    def _stalled_s(self, now: float) -> float:
+        """How long this process was stalled before this control step (called under _lock): the
+        time beyond STALL_PERIODS periods since the previous step, else 0.
 
-        rclpy's executor runs a ready timer before the ready subscriptions of the same wake-up. After
-        a stall of this process (not scheduled on a busy machine, a long pause), the first step would
-        see only commands from before the stall, although newer ones wait to be taken, and end the
-        drive. Such a step (later than STALL_PERIODS periods after the previous one) leaves the
-        judgement to the next step, which follows the waiting callbacks; never two steps in a row.
+        rclpy's executor runs a ready timer before the ready subscriptions of the same wake-up, and
+        after a long stall the timer's next period may come a moment later. Without this, the first
+        steps after a stall of this process (not scheduled on a busy machine, a long pause) would
+        see only the commands from before it, although newer ones wait to be taken, and end the
+        drive. The arbiter does not count this time toward any source's silence, so a source that
+        really stopped is judged at most that much later; a step counts at most STALL_PERIODS
+        periods, so silence is judged even when every step runs late.
         """
         previous, self._last_tick_s = self._last_tick_s, now
-        stalled = previous is not None and now - previous > STALL_PERIODS / self.cfg.rate_hz
-        defer = stalled and not self._deferred
-        self._deferred = defer
+        if previous is None:
+            return 0.0
+        return max(0.0, now - previous - STALL_PERIODS / self.cfg.rate_hz)
+
+    def _log_excused_stall(self, now: float, stalled: float) -> None:
+        """Say so when the stall decided the outcome: the driving source would be silent without it."""
         arb = self.arbiter
-        if defer and arb.mode != Mode.HOLD:
-            src = Source.POLICY if arb.mode == Mode.POLICY else Source.HUMAN
-            if not arb.is_live(src, now):
-                self.get_logger().warning(
-                    f"this control step ran {now - previous:.3f} s after the previous one (the process "
-                    f"was stalled): the {src.value}'s silence is judged at the next step, after the "
-                    "commands received meanwhile",
-                    throttle_duration_sec=5.0,
-                )
-        return not defer
+        src = Source.POLICY if arb.mode == Mode.POLICY else Source.HUMAN
+        if now - arb.heard_s(src) > self.cfg.source_timeout_s:
+            self.get_logger().warning(
+                f"this control step ran {stalled + STALL_PERIODS / self.cfg.rate_hz:.3f} s after the "
+                f"previous one (the process was stalled): {stalled:.3f} s of it does not count toward "
+                f"the {src.value}'s silence, whose commands sent meanwhile wait to be taken",
+                throttle_duration_sec=5.0,
+            )
 
     def _publish_command(self, cmd: np.ndarray) -> None:
         msg = JointState(name=list(self.cfg.joint_names), position=[float(v) for v in cmd])

@@ -151,24 +151,74 @@ def test_silent_source_in_control_holds_not_replays(mode, source):
     assert arb.step(TIMEOUT + 0.04) == pytest.approx(out) and arb.mode == Mode.HOLD
 
 
-def test_a_step_after_a_stall_leaves_the_silence_to_the_next_step():
-    """The caller was stalled: the step it runs first may not have seen the commands waiting for it."""
+PERIOD = 0.02
+CAP = 2 * PERIOD  # what a control step counts toward silence at most (the node's STALL_PERIODS)
+
+
+def test_the_callers_stall_does_not_count_as_silence():
+    """The caller was stalled: its steps right after the stall have not seen the commands waiting for
+    them. The control node's timer can run twice before the subscriptions (the timer's next period
+    may come a moment after a long stall): neither step may end the drive."""
     arb = make(Mode.POLICY)
     feed(arb, 0.0)
     arb.update_present(arb.step(0.0))
-    late = TIMEOUT + 0.5  # the caller's first step after a stall of half a second
-    out = arb.step(late, judge_silence=False)
+    late = TIMEOUT + 0.5  # the caller's first step after a stall of ~3 timeouts
+    out = arb.step(late, stalled_s=late - CAP)
     assert arb.mode == Mode.POLICY and not arb.transitions
     assert out is not None  # the policy's last command, through the safety filter
-    # the commands that waited during the stall are taken; the next step judges: live, still driving
+    assert arb.silence_s(Source.POLICY, late) == pytest.approx(CAP)
+    assert arb.step(late + 0.0005) is not None and arb.mode == Mode.POLICY  # the timer again, at once
+    # the commands that waited are taken: received after the stall, they count from then on
     arb.update_source(Source.POLICY, np.full(N, 0.05), late + 0.001)
+    assert arb.silence_s(Source.POLICY, late + 0.001) == 0.0
     arb.step(late + 0.02)
     assert arb.mode == Mode.POLICY and not arb.transitions
-    # a policy that really went silent is judged at the step after the deferred one
-    arb.step(late + 1.0, judge_silence=False)
+    # a policy that really stopped after that is judged silent after the timeout of awake time
+    arb.step(late + 0.001 + TIMEOUT)
     assert arb.mode == Mode.POLICY
-    arb.step(late + 1.02)
+    arb.step(late + 0.001 + TIMEOUT + 0.01)
     assert arb.mode == Mode.HOLD and arb.transitions[-1].event == "policy_silent"
+    assert "silent for 0.26" in arb.transitions[-1].message
+
+
+def test_a_source_that_stopped_before_a_stall_is_judged_after_the_timeout_of_awake_time():
+    arb = make(Mode.POLICY)
+    feed(arb, 0.0)
+    arb.update_present(arb.step(0.0))
+    arb.step(0.1)  # the policy stops after its command at 0.0; the caller stalls for ~1 s
+    late = 1.1
+    arb.step(late, stalled_s=late - 0.1 - CAP)
+    assert arb.mode == Mode.POLICY  # awake for 0.1 + CAP of the timeout so far
+    judged = late + TIMEOUT - 0.1 - CAP  # the rest of the timeout, awake
+    arb.step(judged - 0.005)
+    assert arb.mode == Mode.POLICY
+    arb.step(judged + 0.005)
+    assert arb.mode == Mode.HOLD and arb.transitions[-1].event == "policy_silent"
+
+
+def test_silence_is_judged_when_every_step_runs_late():
+    """A starved caller whose every step comes 3 periods late: each counts CAP of awake time, so a
+    source that stopped is still judged, after TIMEOUT / CAP steps."""
+    arb = make(Mode.POLICY)
+    feed(arb, 0.0)
+    arb.update_present(arb.step(0.0))
+    gap = 3 * PERIOD
+    now, steps = 0.0, 0
+    while arb.mode == Mode.POLICY and steps < 100:
+        now += gap
+        steps += 1
+        arb.step(now, stalled_s=gap - CAP)
+    assert arb.mode == Mode.HOLD and arb.transitions[-1].event == "policy_silent"
+    assert steps == int(TIMEOUT / CAP) + 1  # 7 steps, 0.42 s of wall time for a 0.25 s timeout
+
+
+def test_a_stall_does_not_make_a_never_heard_source_live():
+    arb = make(Mode.HOLD)
+    arb.update_present(PRESENT)
+    arb.step(0.0)
+    arb.step(2.0, stalled_s=1.9)
+    assert math.isinf(arb.silence_s(Source.POLICY, 2.0))
+    assert not arb.request("resume", 2.0).success
 
 
 @pytest.mark.parametrize("initial,source", [(Mode.POLICY, Source.POLICY), (Mode.HUMAN, Source.HUMAN)])
