@@ -120,3 +120,70 @@ def test_declare_builds_the_descriptor_and_returns_the_override(context):
         }
     finally:
         node.destroy_node()
+
+
+# ---------------------------------------------------------------- publishing while a signal shuts down
+def _publisher(context):
+    from std_msgs.msg import String
+
+    node = _node("publish_test", context=context)
+    return node, node.create_publisher(String, "publish_test", 10), String(data="x")
+
+
+def test_publish_unless_shut_down_publishes_and_reports_a_shut_down_context(context):
+    from lerobot_core.ros.node import publish_unless_shut_down
+
+    node, pub, msg = _publisher(context)
+    assert publish_unless_shut_down(pub, msg, context)
+    with pytest.raises(TypeError):  # a real error, the context up: it propagates
+        publish_unless_shut_down(pub, "not a message", context)
+    context.shutdown()
+    assert not publish_unless_shut_down(pub, msg, context)
+    node.destroy_node()
+
+
+def publish_until_shut_down(publish, rounds=60):
+    """`rounds` times: a context shut down from another thread (as rclpy's signal handler does) while
+    this thread publishes through `publish(pub, msg, context)` until it says False. Returns the
+    errors that escaped."""
+    import threading
+    import time
+
+    errors = []
+    for i in range(rounds):
+        ctx = rclpy.Context()
+        ctx.init()
+        node, pub, msg = _publisher(ctx)
+        killer = threading.Timer(0.001 + 0.0001 * (i % 7), ctx.try_shutdown)
+        killer.start()
+        deadline = time.monotonic() + 5.0
+        try:
+            while publish(pub, msg, ctx) and time.monotonic() < deadline:
+                pass
+        except Exception as exc:  # what the safe state would have died of
+            errors.append(exc)
+        killer.join()
+        node.destroy_node()
+    return errors
+
+
+def test_publishing_races_a_shutdown_from_another_thread_without_an_error():
+    from lerobot_core.ros.node import publish_unless_shut_down
+
+    assert publish_until_shut_down(publish_unless_shut_down) == []
+
+
+def test_the_race_is_real_for_a_check_then_publish():
+    """The check-then-publish this replaces fails in the same race (what killed the policy node's
+    safe state under load: "publisher's context is invalid")."""
+
+    def check_then_publish(pub, msg, context):
+        if not context.ok():
+            return False
+        pub.publish(msg)
+        return True
+
+    errors = publish_until_shut_down(check_then_publish)
+    assert errors and all(
+        "context is invalid" in str(e) or "InvalidHandle" in type(e).__name__ for e in errors
+    ), errors

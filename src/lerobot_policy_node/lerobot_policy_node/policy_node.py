@@ -35,7 +35,7 @@ from lerobot_core.image_conversion import image_msg_to_rgb
 from lerobot_core.robots import SO_JOINTS, get_robot_spec
 from lerobot_core.ros import qos
 from lerobot_core.ros.device import message_class
-from lerobot_core.ros.node import autostart_timer, run_node
+from lerobot_core.ros.node import autostart_timer, publish_unless_shut_down, run_node
 from lerobot_core.ros.params import declare
 from lerobot_core.time import NS_PER_S, ns_to_stamp, stamp_to_ns
 from lerobot_msgs.action import RunPolicy
@@ -541,7 +541,7 @@ class PolicyNode(LifecycleNode):
             msg = JointTrajectory(joint_names=names)
             msg.header.stamp = stamp
             msg.points = [JointTrajectoryPoint(positions=values, time_from_start=_duration(period))]
-        pub.publish(msg)
+        publish_unless_shut_down(pub, msg, self.context)
 
     def _on_chunk(self, info: ChunkInfo) -> None:
         if not self.cfg.publish_chunks or not self._ok():
@@ -559,7 +559,7 @@ class PolicyNode(LifecycleNode):
             JointTrajectoryPoint(positions=[float(v) for v in row], time_from_start=_duration(k * period))
             for k, row in enumerate(info.chunk)
         ]
-        self.pub_chunk.publish(msg)
+        publish_unless_shut_down(self.pub_chunk, msg, self.context)
 
     def _on_controller_state(self, state: str, message: str) -> None:
         note = self.controller.priority_note if self.controller is not None else ""
@@ -605,7 +605,7 @@ class PolicyNode(LifecycleNode):
             msg.queue_length = int(c.scheduler.queue_length())
             msg.steps, msg.chunks, msg.held_steps = int(s.steps), int(s.chunks), int(s.held_steps)
             msg.last_inference_latency_s = float(s.last_inference_latency_s)
-        self.pub_status.publish(msg)
+        publish_unless_shut_down(self.pub_status, msg, self.context)
 
     # ------------------------------------------------------------------ service and action
     def _on_load_policy(

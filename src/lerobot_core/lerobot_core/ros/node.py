@@ -54,6 +54,24 @@ def spin_until_shutdown(
     return 0
 
 
+def publish_unless_shut_down(publisher, msg, context) -> bool:
+    """Publish `msg`; False, and no error, when `context` is shut down before or during the call.
+
+    rclpy's signal handler shuts the context down from its own thread, so a node's safe state (or a
+    control thread) that checks ``rclpy.ok()`` and then publishes can still meet an invalid context
+    ("publisher's context is invalid"). An error raised while the context is still up is a real one.
+    """
+    if not context.ok():
+        return False
+    try:
+        publisher.publish(msg)
+    except Exception:
+        if context.ok():
+            raise
+        return False
+    return True
+
+
 def configure_and_activate(node) -> str | None:
     """Bring a lifecycle node to active; returns the name of the transition that failed, or None."""
     if node.trigger_configure() != TransitionCallbackReturn.SUCCESS:
@@ -168,6 +186,7 @@ def run_node(
 __all__ = [
     "autostart_timer",
     "configure_and_activate",
+    "publish_unless_shut_down",
     "run_node",
     "spin_until_shutdown",
     "until_shutdown",
