@@ -44,7 +44,7 @@ from std_srvs.srv import SetBool, Trigger
 
 from lerobot_core.realtime import process_threads, set_fifo
 from lerobot_core.robots import get_robot_spec
-from lerobot_core.ros.node import autostart_timer, run_node
+from lerobot_core.ros.node import autostart_timer, publish_unless_shut_down, run_node
 from lerobot_core.ros.params import declare
 from lerobot_msgs.msg import ControlStatus
 from lerobot_msgs.srv import ArbiterCommand
@@ -552,7 +552,7 @@ class ControlArbiterNode(LifecycleNode):
     def _publish_command(self, cmd: np.ndarray) -> None:
         msg = JointState(name=list(self.cfg.joint_names), position=[float(v) for v in cmd])
         msg.header.stamp = self.get_clock().now().to_msg()
-        self.pub_cmd.publish(msg)
+        publish_unless_shut_down(self.pub_cmd, msg, self.context)
 
     def _after_change(self) -> None:
         """Side effects of new transitions (leader torque, policy reset), then the status."""
@@ -626,7 +626,7 @@ class ControlArbiterNode(LifecycleNode):
             sec = int(t.stamp_s)
             msg.transition_stamp.sec, msg.transition_stamp.nanosec = sec, int((t.stamp_s - sec) * 1e9)
         msg.header.stamp = self.get_clock().now().to_msg()
-        self.pub_status.publish(msg)
+        publish_unless_shut_down(self.pub_status, msg, self.context)
 
     def shutdown_safely(self) -> int:
         """Process exit (Ctrl-C, SIGTERM, a failed autostart): the pedal thread stops and the device
