@@ -1,6 +1,7 @@
 """The policy node's `rtc` parameter, as a user sets it, with the real ACT test checkpoint run at a
-control rate it cannot keep up with (100 Hz: one inference takes several periods on this kind of
-machine). With rtc the chunks arrive with the actions that fell due during inference skipped (the
+control rate it cannot keep up with (250 Hz: one inference, 11-25 ms on a 2-core machine, takes
+3-6 periods; at 100 Hz too few of them took more than 2 periods and the test skipped in 2 of 5 quiet
+full runs). With rtc the chunks arrive with the actions that fell due during inference skipped (the
 merge with the queue's remainder); without it every chunk runs from its first action and the
 robot's command is held at chunk ends while the model runs."""
 
@@ -18,7 +19,7 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from lerobot_core.ros.testing import MessageCollector, RosProcess, wait_until  # noqa: E402
 from lerobot_msgs.msg import ActionChunk  # noqa: E402
 
-FPS = 100.0
+FPS = 250.0
 PERIOD_S = 1.0 / FPS
 N_CHUNKS = 12
 
