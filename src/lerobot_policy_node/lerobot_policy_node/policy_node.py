@@ -389,31 +389,35 @@ class PolicyNode(LifecycleNode):
         self._set_status(PolicyStatus.STATE_INACTIVE, "loaded")
         return TransitionCallbackReturn.SUCCESS
 
+    def _subscribe(self, msg_type, topic: str, callback, qos_profile):
+        # destroyed by a lifecycle cleanup or re-configure, which runs in a worker of the
+        # multi-threaded executor while its spin thread may build a wait set: no QoS event handlers
+        # (rclpy's race, see subscription_without_events)
+        return qos.subscription_without_events(self, msg_type, topic, callback, qos_profile)
+
     def _create_io(self) -> None:
         for sub in self._subs:
             self.destroy_subscription(sub)
         d = self.deployment
         joint_topic = d.state_topic if d else "joint_states"
-        self._subs = [self.create_subscription(JointState, joint_topic, self._on_joints, QOS_JOINTS)]
+        self._subs = [self._subscribe(JointState, joint_topic, self._on_joints, QOS_JOINTS)]
         for key in self.policy.config.image_features:
             # with a contract: its topic and message type (Image or CompressedImage), decoded as recorded
             src = d.image_sources[key] if d else None
             topic = src.topic if src else topics.camera_topic(topics.camera_name(key))
             msg_type = CompressedImage if src and src.msgtype == COMPRESSED_IMAGE else Image
             self._subs.append(
-                self.create_subscription(
-                    msg_type, topic, lambda m, k=key, s=src: self._on_image(k, m, s), qos.SENSOR
-                )
+                self._subscribe(msg_type, topic, lambda m, k=key, s=src: self._on_image(k, m, s), qos.SENSOR)
             )
         if d and d.env_state and ENV_STATE_KEY in self.policy.config.input_features:
             topic, msgtype, _ = d.env_state
             self._subs.append(
-                self.create_subscription(
+                self._subscribe(
                     message_class(msgtype), topic, lambda m, t=topic: self._on_env_state(t, m), QOS_JOINTS
                 )
             )
         if d and d.task_topic and not self.cfg.task_topic:  # the contract's task topic, as recorded
-            self._subs.append(self.create_subscription(String, d.task_topic, self._on_task, QOS_STATUS))
+            self._subs.append(self._subscribe(String, d.task_topic, self._on_task, QOS_STATUS))
         if self._pub_cmd is None:
             kind = {
                 "joint_state": (JointState, "joint_commands"),

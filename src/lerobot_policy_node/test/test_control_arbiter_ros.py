@@ -16,10 +16,10 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
+from lerobot_core.ros.qos import subscription_without_events  # noqa: E402
 from lerobot_core.ros.testing import (  # noqa: E402
     MessageCollector,
     RosProcess,
-    subscription_without_events,
     wait_until,
 )
 from lerobot_msgs.msg import ControlStatus  # noqa: E402

@@ -275,11 +275,14 @@ class RecorderNode(LifecycleNode):
         self.cfg = cfg
         self.recorder = recorder
         self._types = {t: message_class(s.msgtype) for t, s in recorder.contract.streams.items()}
+        # the subscriptions are destroyed by the safe state from the main thread while the executor's
+        # thread spins: no QoS event handlers (rclpy's race, see subscription_without_events)
         if cfg.live.episode_boundaries == "sim":
             info_topic = cfg.live.episode_info_topic
             self._types[info_topic] = EpisodeInfo
             self._subs.append(
-                self.create_subscription(
+                qos.subscription_without_events(
+                    self,
                     EpisodeInfo,
                     info_topic,
                     lambda data, t=info_topic: self._on_message(t, data),
@@ -289,13 +292,14 @@ class RecorderNode(LifecycleNode):
                 )
             )
         for topic, st in recorder.contract.streams.items():
-            qos = QOS_IMAGES if st.qos == "sensor" else QOS_RELIABLE
+            profile = QOS_IMAGES if st.qos == "sensor" else QOS_RELIABLE
             self._subs.append(
-                self.create_subscription(
+                qos.subscription_without_events(
+                    self,
                     self._types[topic],
                     topic,
                     lambda data, t=topic: self._on_message(t, data),
-                    qos,
+                    profile,
                     raw=True,
                     callback_group=self._cb_subs,
                 )

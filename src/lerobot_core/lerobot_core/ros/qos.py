@@ -19,4 +19,30 @@ LATCHED = QoSProfile(
     depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
 )
 
-__all__ = ["IMAGES", "LATCHED", "LATEST", "RELIABLE", "SENSOR"]
+
+def subscription_without_events(node, msg_type, topic: str, callback, qos, **kwargs):
+    """A subscription that may be destroyed from another thread than the one spinning `node`: the
+    test's thread, or a worker of a MultiThreadedExecutor (a lifecycle cleanup, a re-configure).
+
+    rclpy gives every subscription and publisher QoS event handlers (incompatible QoS, incompatible
+    type), which the executor adds to its wait set. Destroyed while the spinning thread builds a wait
+    set, such a handler raises InvalidHandle out of ``executor.spin()`` (ros2/rclpy#1284, #1206), and
+    the process's executor dies. Here a 3-thread executor whose worker re-made three subscriptions
+    every 3 ms died within 20-40 rounds; without the handlers it ran 5,000. The executor then only
+    meets the subscription itself, whose destruction it handles. The cost: this side logs no QoS
+    mismatch; the publisher's side still does. (Publishers have the same handlers, but 5,000 made
+    and destroyed under a 500 Hz timer never killed the executor here; why was not found.)
+    """
+    from rclpy.event_handler import SubscriptionEventCallbacks
+
+    return node.create_subscription(
+        msg_type,
+        topic,
+        callback,
+        qos,
+        event_callbacks=SubscriptionEventCallbacks(use_default_callbacks=False),
+        **kwargs,
+    )
+
+
+__all__ = ["IMAGES", "LATCHED", "LATEST", "RELIABLE", "SENSOR", "subscription_without_events"]

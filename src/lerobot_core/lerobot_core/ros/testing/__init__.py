@@ -34,34 +34,13 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 10.0, interval: f
         time.sleep(interval)
 
 
-def subscription_without_events(node, msg_type, topic: str, callback, qos):
-    """A subscription the test may destroy while another thread spins ``node``.
-
-    rclpy gives every subscription and publisher QoS event handlers (incompatible QoS, incompatible
-    type), which the executor adds to its wait set. Destroyed from the test's thread while the
-    executor builds a wait set, such a handler raises InvalidHandle out of ``executor.spin()``
-    (ros2/rclpy#1284, #1206): the spinning thread dies, and every later wait of the test times out.
-    Without handlers the executor only meets the subscription itself, whose destruction it handles.
-    The peers still report a QoS mismatch; only this side's warning is not logged. (Publishers have
-    the same handlers, but 5,000 made and destroyed under a 500 Hz timer never killed the executor
-    here, where subscriptions did within 100; why was not found.)
-    """
-    from rclpy.event_handler import SubscriptionEventCallbacks
-
-    return node.create_subscription(
-        msg_type,
-        topic,
-        callback,
-        qos,
-        event_callbacks=SubscriptionEventCallbacks(use_default_callbacks=False),
-    )
-
-
 class MessageCollector:
     """Collects messages of one topic from the moment it is created (subscribe first, then start peers)."""
 
     def __init__(self, node, msg_type, topic: str, qos=None, keep: int = 100000):
         from rclpy.qos import QoSProfile
+
+        from lerobot_core.ros.qos import subscription_without_events
 
         self.node = node
         self.messages: list = []
@@ -216,7 +195,6 @@ class RosProcess:
 __all__ = [
     "MessageCollector",
     "RosProcess",
-    "subscription_without_events",
     "wait_for_messages",
     "wait_until",
 ]
