@@ -392,7 +392,9 @@ class PolicyNode(LifecycleNode):
     def _subscribe(self, msg_type, topic: str, callback, qos_profile):
         # destroyed by a lifecycle cleanup or re-configure, which runs in a worker of the
         # multi-threaded executor while its spin thread may build a wait set: no QoS event handlers
-        # (rclpy's race, see subscription_without_events)
+        # (rclpy's race, see subscription_without_events). Little is lost: the joint, image and
+        # env-state subscriptions are best effort and volatile, which every publisher matches; only
+        # a contract's task topic (reliable, transient local) can mismatch, and its publisher says so
         return qos.subscription_without_events(self, msg_type, topic, callback, qos_profile)
 
     def _create_io(self) -> None:

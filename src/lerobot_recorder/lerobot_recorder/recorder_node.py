@@ -275,14 +275,11 @@ class RecorderNode(LifecycleNode):
         self.cfg = cfg
         self.recorder = recorder
         self._types = {t: message_class(s.msgtype) for t, s in recorder.contract.streams.items()}
-        # the subscriptions are destroyed by the safe state from the main thread while the executor's
-        # thread spins: no QoS event handlers (rclpy's race, see subscription_without_events)
         if cfg.live.episode_boundaries == "sim":
             info_topic = cfg.live.episode_info_topic
             self._types[info_topic] = EpisodeInfo
             self._subs.append(
-                qos.subscription_without_events(
-                    self,
+                self.create_subscription(
                     EpisodeInfo,
                     info_topic,
                     lambda data, t=info_topic: self._on_message(t, data),
@@ -292,14 +289,13 @@ class RecorderNode(LifecycleNode):
                 )
             )
         for topic, st in recorder.contract.streams.items():
-            profile = QOS_IMAGES if st.qos == "sensor" else QOS_RELIABLE
+            qos = QOS_IMAGES if st.qos == "sensor" else QOS_RELIABLE
             self._subs.append(
-                qos.subscription_without_events(
-                    self,
+                self.create_subscription(
                     self._types[topic],
                     topic,
                     lambda data, t=topic: self._on_message(t, data),
-                    profile,
+                    qos,
                     raw=True,
                     callback_group=self._cb_subs,
                 )
@@ -388,15 +384,16 @@ class RecorderNode(LifecycleNode):
         except (_rclpy_impl.RCLError, InvalidHandle):  # shutting down
             pass
 
-    def _teardown(self) -> None:
+    def _teardown(self, destroy_subscriptions: bool = True) -> None:
         self._active = False
         if self.recorder is not None:
             self.recorder.close(save_pending=True)
             self.release_sim()
-        for sub in self._subs:
-            self.destroy_subscription(sub)
-        self._subs = []
-        self.recorder = None
+        if destroy_subscriptions:
+            for sub in self._subs:
+                self.destroy_subscription(sub)
+            self._subs = []
+        self.recorder = None  # what the subscriptions still receive is dropped
 
     def on_cleanup(self, state) -> TransitionCallbackReturn:
         self._teardown()
@@ -694,7 +691,10 @@ def _wait_until_finished(node: RecorderNode, running) -> int:
 def _teardown(node: RecorderNode) -> int:
     """The safe state: an episode in progress is saved, the dataset finalized."""
     try:
-        node._teardown()
+        # the executor's thread still spins here, so the subscriptions stay until the node is
+        # destroyed after it: destroyed from this thread while the executor builds a wait set, a
+        # subscription's QoS event handler raises InvalidHandle out of its spin (ros2/rclpy#1284)
+        node._teardown(destroy_subscriptions=False)
     except Exception as exc:
         node.get_logger().error(f"shutdown: {exc}")
         return 1
