@@ -21,7 +21,7 @@ from lerobot_core import topics
 from lerobot_core.dds_transport import use_large_image_transport
 from lerobot_core.image_conversion import encode_compressed, fill_image_msg
 from lerobot_core.ros import qos
-from lerobot_core.ros.node import autostart_timer, run_node
+from lerobot_core.ros.node import autostart_timer, publish_unless_shut_down, run_node
 from lerobot_core.ros.params import declare
 from lerobot_core.time import seconds_to_stamp
 from lerobot_drivers.cameras import CameraError, CaptureThread, Frame, make_source, pinhole_k
@@ -165,21 +165,20 @@ class CameraNode(LifecycleNode):
         msg.header.stamp = stamp
         msg.header.frame_id = self.frame_id
         fill_image_msg(msg, frame.image, "rgb8")
-        try:
-            self.pub_img.publish(msg)
-            self.info.header.stamp = stamp
-            self.pub_info.publish(self.info)
-            if self.pub_comp is not None:
-                fmt, data = encode_compressed(frame.image, "jpeg", self.cfg.jpeg_quality)
-                comp = CompressedImage()
-                comp.header = msg.header
-                comp.format = fmt
-                comp.data = data
-                self.pub_comp.publish(comp)
-        except Exception:
-            if self.context.ok():
-                raise
+        # False: rclpy shut down meanwhile (Ctrl-C may come after the check above)
+        if not publish_unless_shut_down(self.pub_img, msg, self.context):
             return
+        self.info.header.stamp = stamp
+        if not publish_unless_shut_down(self.pub_info, self.info, self.context):
+            return
+        if self.pub_comp is not None:
+            fmt, data = encode_compressed(frame.image, "jpeg", self.cfg.jpeg_quality)
+            comp = CompressedImage()
+            comp.header = msg.header
+            comp.format = fmt
+            comp.data = data
+            if not publish_unless_shut_down(self.pub_comp, comp, self.context):
+                return
         self._published += 1
 
     def _watchdog(self) -> None:

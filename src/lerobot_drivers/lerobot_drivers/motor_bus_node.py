@@ -28,7 +28,7 @@ from trajectory_msgs.msg import JointTrajectory
 from lerobot_core.rate import RateMeter
 from lerobot_core.robots import get_robot_spec
 from lerobot_core.ros import qos
-from lerobot_core.ros.node import autostart_timer, run_node
+from lerobot_core.ros.node import autostart_timer, publish_unless_shut_down, run_node
 from lerobot_core.ros.params import declare
 from lerobot_core.time import seconds_to_stamp
 from lerobot_drivers.arm import ArmBus, CommandError, JointSample
@@ -485,12 +485,8 @@ class MotorBusNode(LifecycleNode):
                 break  # Ctrl-C: rclpy is shutting down; main() puts the arm in its safe state
             try:
                 sample = self.arm.read()
-                try:
-                    self._publish_sample(sample)
-                except Exception:
-                    if not self.context.ok():
-                        break
-                    raise
+                if not self._publish_sample(sample):
+                    break  # rclpy shut down meanwhile
                 self._apply_torque_request()
                 if not self.cfg.read_only or self._leader_driven:
                     self._command_step(sample)
@@ -614,20 +610,23 @@ class MotorBusNode(LifecycleNode):
         done.set()
 
     # ---------------------------------------------------------------- output
-    def _publish_sample(self, sample: JointSample) -> None:
+    def _publish_sample(self, sample: JointSample) -> bool:
+        """False once rclpy is shut down (Ctrl-C may come between the loop's check and a publish)."""
         msg = JointState()
         msg.header.stamp = seconds_to_stamp(sample.stamp, Time)
         msg.name = self._names
         msg.position = sample.position
         msg.velocity = sample.velocity
         msg.effort = sample.effort
-        self.pub_js.publish(msg)
+        if not publish_unless_shut_down(self.pub_js, msg, self.context):
+            return False
         if self.pub_lr is not None:
             lr = JointState()
             lr.header.stamp = msg.header.stamp
             lr.name = self._names
             lr.position = sample.lerobot
-            self.pub_lr.publish(lr)
+            return publish_unless_shut_down(self.pub_lr, lr, self.context)
+        return True
 
     def _publish_diagnostics(self) -> None:
         arr = DiagnosticArray()
