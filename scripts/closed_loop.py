@@ -25,6 +25,8 @@ import sys
 import time
 from pathlib import Path
 
+from lerobot_core import cli
+
 ROOT = Path(__file__).resolve().parent.parent
 NORMALIZATION = {"VISUAL": "MEAN_STD", "STATE": "MEAN_STD", "ENV": "MEAN_STD", "ACTION": "MEAN_STD"}
 
@@ -100,12 +102,12 @@ def evaluate(policy: str, args, out: Path, name: str) -> dict:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=cli.HelpFormatter)
     ap.add_argument("--out", type=Path, default=ROOT / "outputs" / "closed_loop")
-    ap.add_argument("--demos", type=int, default=20, help="recorded scripted-expert episodes")
+    ap.add_argument("--demos", type=cli.positive_int, default=20, help="recorded scripted-expert episodes")
     ap.add_argument(
         "--episode-time",
-        type=float,
+        type=cli.positive_float,
         default=12.0,
         help="longest demo [s sim time] (a demo is one sim episode; the sim ends its own by 300 steps = 10 s)",
     )
@@ -116,31 +118,46 @@ def main() -> int:
         help="env_state: joints + the cube's pose (observation.environment_state), no camera: trains in "
         "minutes on 2 CPU cores; images: joints + front and wrist cameras (a ResNet-18 from scratch)",
     )
-    ap.add_argument("--image-size", type=int, nargs=2, default=(96, 128), metavar=("H", "W"))
-    ap.add_argument("--lr", type=float, default=1e-4, help="learning rate (policy and backbone)")
+    ap.add_argument("--image-size", type=cli.positive_int, nargs=2, default=(96, 128), metavar=("H", "W"))
+    ap.add_argument("--lr", type=cli.positive_float, default=1e-4, help="learning rate (policy and backbone)")
     ap.add_argument("--vae", action="store_true", help="ACT's VAE on (the scripted expert is unimodal)")
     ap.add_argument(
         "--threads",
-        type=int,
+        type=cli.number(int, minimum=-1),
         default=-1,
         help="torch threads for training (-1: 1 for env_state, all for images)",
     )
-    ap.add_argument("--num-workers", type=int, default=1, help="LeRobot data-loader worker processes")
-    ap.add_argument("--steps", type=int, default=2000, help="training steps")
     ap.add_argument(
-        "--save-freq", type=int, default=500, help="checkpoint (and learning-curve point) every N steps"
+        "--num-workers", type=cli.non_negative_int, default=1, help="LeRobot data-loader worker processes"
     )
-    ap.add_argument("--batch-size", type=int, default=8)
-    ap.add_argument("--chunk-size", type=int, default=20)
+    ap.add_argument("--steps", type=cli.positive_int, default=2000, help="training steps")
+    ap.add_argument(
+        "--save-freq",
+        type=cli.non_negative_int,
+        default=500,
+        help="checkpoint (and learning-curve point) every N steps",
+    )
+    ap.add_argument("--batch-size", type=cli.positive_int, default=8)
+    ap.add_argument("--chunk-size", type=cli.positive_int, default=20)
     ap.add_argument(
         "--n-action-steps",
-        type=int,
+        type=cli.non_negative_int,
         default=10,
         help="actions run per chunk before the next inference (0 = chunk)",
     )
-    ap.add_argument("--eval-episodes", type=int, default=20)
-    ap.add_argument("--eval-seed", type=int, default=1000, help="first eval seed (demos use seeds from 0)")
-    ap.add_argument("--max-steps", type=int, default=150, help="eval episode step limit (0 = env's 300)")
+    ap.add_argument("--eval-episodes", type=cli.positive_int, default=20)
+    ap.add_argument(
+        "--eval-seed",
+        type=cli.non_negative_int,
+        default=1000,
+        help="first eval seed (demos use seeds from 0)",
+    )
+    ap.add_argument(
+        "--max-steps",
+        type=cli.non_negative_int,
+        default=150,
+        help="eval episode step limit; 0 = the env's own limit (300 steps for so101_cube)",
+    )
     ap.add_argument("--lerobot-python", default="/work/lerobot-ref-venv/bin/python")
     ap.add_argument("--keep", action="store_true", help="reuse an existing dataset / training in --out")
     args = ap.parse_args()

@@ -41,6 +41,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from closed_loop import ROOT, dropped_ticks, evaluate, run, train, train_log
 
+from lerobot_core import cli
 from lerobot_msgs.msg import ControlStatus
 from lerobot_recorder.dataset.edit import add_constant_features, keep_frames
 
@@ -162,7 +163,7 @@ def intervention_rate(dataset: Path, first_episode: int) -> dict:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=cli.HelpFormatter)
     ap.add_argument("--v0", type=Path, required=True, help="policy v0: a LeRobot pretrained_model folder")
     ap.add_argument(
         "--demos",
@@ -171,10 +172,15 @@ def main() -> int:
         help="the demonstrations v0 was trained on (closed_loop.py's dataset)",
     )
     ap.add_argument("--out", type=Path, default=ROOT / "outputs" / "dagger_round")
-    ap.add_argument("--hil-episodes", type=int, default=20, help="HIL episodes driven by v0")
-    ap.add_argument("--hil-seed", type=int, default=500, help="sim seed of the first HIL episode")
+    ap.add_argument("--hil-episodes", type=cli.positive_int, default=20, help="HIL episodes driven by v0")
     ap.add_argument(
-        "--hil-episode-time", type=float, default=10.0, help="HIL episode length [s] (sim: 300 steps = 10 s)"
+        "--hil-seed", type=cli.non_negative_int, default=500, help="sim seed of the first HIL episode"
+    )
+    ap.add_argument(
+        "--hil-episode-time",
+        type=cli.positive_float,
+        default=10.0,
+        help="HIL episode length [s] (sim: 300 steps = 10 s)",
     )
     ap.add_argument(
         "--hil-frames",
@@ -183,12 +189,22 @@ def main() -> int:
         help="HIL frames v1 trains on besides the demos: all (LeRobot's guide) or interventions (HG-DAgger: "
         "only those the human drove; camera videos are re-encoded)",
     )
-    ap.add_argument("--steps", type=int, default=1000, help="fine-tuning steps")
-    ap.add_argument("--save-freq", type=int, default=0, help="checkpoint every N steps (0 = only at --steps)")
-    ap.add_argument("--batch-size", type=int, default=8)
-    ap.add_argument("--eval-episodes", type=int, default=20)
-    ap.add_argument("--eval-seed", type=int, default=1000, help="first eval seed")
-    ap.add_argument("--max-steps", type=int, default=150, help="eval episode step limit (0 = env's 300)")
+    ap.add_argument("--steps", type=cli.positive_int, default=1000, help="fine-tuning steps")
+    ap.add_argument(
+        "--save-freq",
+        type=cli.non_negative_int,
+        default=0,
+        help="checkpoint every N steps (0 = only at --steps)",
+    )
+    ap.add_argument("--batch-size", type=cli.positive_int, default=8)
+    ap.add_argument("--eval-episodes", type=cli.positive_int, default=20)
+    ap.add_argument("--eval-seed", type=cli.non_negative_int, default=1000, help="first eval seed")
+    ap.add_argument(
+        "--max-steps",
+        type=cli.non_negative_int,
+        default=150,
+        help="eval episode step limit; 0 = the env's own limit (300 steps for so101_cube)",
+    )
     ap.add_argument("--lerobot-python", default="/work/lerobot-ref-venv/bin/python")
     ap.add_argument(
         "--keep",

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Optional
 
+from lerobot_core import cli
 from lerobot_core.robots import RobotSpec, get_robot_spec
 from lerobot_drivers.bus import BusError, MotorBus, get_family
 from lerobot_drivers.calibration import (
@@ -153,7 +154,9 @@ def _enter_pressed() -> bool:
 
 def main(argv: Optional[Iterable[str]] = None) -> int:
     p = argparse.ArgumentParser(
-        prog="lerobot-ros-calibrate", description="Calibrate a LeRobot arm and write LeRobot's JSON."
+        prog="lerobot-ros-calibrate",
+        description="Calibrate a LeRobot arm and write LeRobot's JSON.",
+        formatter_class=cli.HelpFormatter,
     )
     p.add_argument(
         "--robot", required=True, help="LeRobot type, e.g. so101_follower, so101_leader, koch_follower"
@@ -161,10 +164,15 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
     p.add_argument("--port", required=True, help="serial port of the arm's bus")
     p.add_argument("--id", required=True, help="robot id (the JSON file name, as LeRobot's --robot.id)")
     p.add_argument("--calibration-dir", default=None, help="folder instead of LeRobot's default location")
-    p.add_argument("--baudrate", type=int, default=1_000_000)
-    p.add_argument("--timeout-ms", type=float, default=50.0, help="reply timeout per transaction [ms]")
+    p.add_argument("--baudrate", type=cli.positive_int, default=1_000_000, help="bus baud rate")
     p.add_argument(
-        "--record-seconds", type=float, default=None, help="record ranges for N s instead of until ENTER"
+        "--timeout-ms", type=cli.positive_float, default=50.0, help="reply timeout per transaction [ms]"
+    )
+    p.add_argument(
+        "--record-seconds",
+        type=cli.positive_float,
+        default=None,
+        help="record ranges for N s instead of until ENTER",
     )
     p.add_argument(
         "--yes", action="store_true", help="do not wait for ENTER before homing (arm already centred)"

@@ -23,7 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from lerobot_policy_node.runtime import ObservationError, PolicyLoadError, load_policy
+from lerobot_core import cli
+from lerobot_policy_node.runtime import DeviceError, ObservationError, PolicyLoadError, load_policy
+from lerobot_policy_node.runtime.policy import check_device
 
 
 def _read_observations(path: Path) -> dict[str, np.ndarray]:
@@ -37,7 +39,9 @@ def _read_observations(path: Path) -> dict[str, np.ndarray]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="lerobot-policy-predict", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="lerobot-policy-predict", description=__doc__.split("\n\n")[0], formatter_class=cli.HelpFormatter
+    )
     parser.add_argument(
         "--policy",
         required=True,
@@ -45,10 +49,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--observations", required=True, type=Path, help="input .npz of observations")
     parser.add_argument("--output", required=True, type=Path, help="output .npz (key action_chunk)")
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--backend", default="auto", choices=("auto", "native", "lerobot"))
+    parser.add_argument("--device", default="cpu", help="torch device for inference (cpu, cuda, cuda:1, mps)")
+    parser.add_argument(
+        "--backend",
+        default="auto",
+        choices=("auto", "native", "lerobot"),
+        help="native: this package's ACT/Diffusion; lerobot: LeRobot's own classes; auto: native when it has the type",
+    )
     parser.add_argument("--seed", type=int, default=None, help="torch.manual_seed before inference")
     args = parser.parse_args(argv)
+    try:
+        check_device(args.device)
+    except DeviceError as exc:
+        print(f"lerobot-policy-predict: error: --device {args.device}: {exc}", file=sys.stderr)
+        return 2
     try:
         obs = _read_observations(args.observations)
         policy = load_policy(args.policy, device=args.device, backend=args.backend)

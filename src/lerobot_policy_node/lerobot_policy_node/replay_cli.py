@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+from lerobot_core import cli
 from lerobot_core.dataset_actions import UNITS, DatasetActionsError, load_episode_actions, to_radians
 from lerobot_core.hub import HubError, resolve_dataset
 
@@ -51,14 +52,16 @@ class ReplayError(RuntimeError):
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        prog=PROG, description=__doc__.split("\n\n")[0], formatter_class=cli.HelpFormatter
+    )
     p.add_argument("dataset", help="LeRobotDataset v3 folder, or a Hub dataset id org/name (from the cache)")
-    p.add_argument("--episode", type=int, required=True, help="episode_index to replay")
+    p.add_argument("--episode", type=cli.non_negative_int, required=True, help="episode_index to replay")
     p.add_argument(
         "--command-interface",
         choices=tuple(COMMAND_TOPICS),
         default="joint_state",
-        help="joint_state: sensor_msgs/JointState on joint_commands (default); forward_position: "
+        help="joint_state: sensor_msgs/JointState on joint_commands; forward_position: "
         "Float64MultiArray on forward_position_controller/commands (the robot's joint order); "
         "joint_trajectory: one-point JointTrajectory on joint_trajectory_controller/joint_trajectory",
     )
@@ -74,25 +77,36 @@ def _parser() -> argparse.ArgumentParser:
         help="the recording's contract YAML: its units and calibration convert the actions to radians "
         "(needed for units normalized)",
     )
-    p.add_argument("--feature", default="action", help="column to replay (default action)")
+    p.add_argument("--feature", default="action", help="column to replay")
     p.add_argument(
         "--robot",
         default="so101_follower",
         help="robot type for joint limits and joint order (lerobot_core.robots); '' = no limits",
     )
     p.add_argument(
-        "--max-step-rad", type=float, default=0.05, help="max change of any joint per command [rad]"
+        "--max-step-rad",
+        type=cli.positive_float,
+        default=0.05,
+        help="max change of any joint per command [rad]",
     )
-    p.add_argument("--fps", type=float, default=0.0, help="command rate [Hz]; 0 = the dataset's fps")
     p.add_argument(
-        "--hold-s", type=float, default=1.0, help="keep sending the last action this long at the end [s]"
+        "--fps", type=cli.non_negative_float, default=0.0, help="command rate [Hz]; 0 = the dataset's fps"
     )
     p.add_argument(
-        "--wait-s", type=float, default=10.0, help="how long to wait for the first joint_states [s]"
+        "--hold-s",
+        type=cli.non_negative_float,
+        default=1.0,
+        help="keep sending the last action this long at the end [s]",
+    )
+    p.add_argument(
+        "--wait-s",
+        type=cli.positive_float,
+        default=10.0,
+        help="how long to wait for the first joint_states [s]",
     )
     p.add_argument(
         "--min-subscribers",
-        type=int,
+        type=cli.non_negative_int,
         default=1,
         help="start once this many subscribers take the commands (the robot, plus e.g. a recorder or a "
         "monitor that must see every command)",

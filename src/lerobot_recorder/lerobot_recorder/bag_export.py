@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 from rosbags.rosbag2 import StoragePlugin, Writer
 
+from lerobot_core import cli
 from lerobot_core.contract import IMAGE, IMAGE_PREFIX, JOINT_STATE, Contract, ContractError
 from lerobot_core.topics import camera_name, camera_topic
 
@@ -228,13 +229,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="lerobot-bag-export",
         description="Write one episode of a LeRobotDataset v3 as an mcap rosbag2 (JointState, Image) for rviz.",
+        formatter_class=cli.HelpFormatter,
     )
     p.add_argument("dataset", help="dataset directory")
-    p.add_argument("--episode", type=int, required=True, help="episode index")
+    p.add_argument("--episode", type=cli.non_negative_int, required=True, help="episode index")
     p.add_argument("--output", "-o", required=True, help="new rosbag2 directory to create")
     p.add_argument("--config", help="mapping contract used to record it (topics and units to restore)")
     p.add_argument(
-        "--start-time", type=float, help="stamp of the first frame, s since the epoch (default: now)"
+        "--start-time",
+        type=cli.non_negative_float,
+        help="stamp of the first frame, s since the epoch (default: now)",
     )
     args = p.parse_args(argv)
     try:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from rosbags.rosbag2 import Reader
 
+from lerobot_core import cli
 from lerobot_core.alignment import HEADER, Aligner, AlignmentStats
 from lerobot_core.contract import Contract, ContractError
 from lerobot_core.time import NS_PER_S as _NS
@@ -579,12 +580,15 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Example: lerobot-bag-import bags/run1 bags/run2 --output data/pick --fps 30 "
         "--state /joint_states --action /leader/joint_states --image front=/cameras/front/image_raw "
         "--task 'Pick up the cube'",
+        formatter_class=cli.HelpFormatter,
     )
     p.add_argument(
         "bags", nargs="+", metavar="BAG_DIR", help="rosbag2 directories (one episode each by default)"
     )
     p.add_argument("--output", "-o", required=True, help="dataset directory (new, or existing with --resume)")
-    p.add_argument("--fps", type=int, help="dataset frames per second (overrides the contract's fps)")
+    p.add_argument(
+        "--fps", type=cli.positive_int, help="dataset frames per second (overrides the contract's fps)"
+    )
     p.add_argument("--config", help="mapping contract YAML (topics -> features); see docs/recording.md")
     p.add_argument("--state", metavar="TOPIC", help="JointState topic -> observation.state")
     p.add_argument("--action", metavar="TOPIC", help="JointState topic -> action")
@@ -606,7 +610,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", action="store_true", help="append to an existing dataset")
     p.add_argument(
         "--jobs",
-        type=int,
+        type=cli.positive_int,
         help="convert this many bags at once in separate worker processes, merged into one dataset in bag "
         "order (same episodes, rows and frames as without --jobs, which converts in this process)",
     )
@@ -621,18 +625,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="video codec: libsvtav1 (default), h264, hevc, a hardware encoder (h264_nvenc, av1_qsv, ...) "
         "or auto (first hardware encoder that opens here, else libsvtav1); --resume: the dataset's",
     )
-    p.add_argument("--crf", type=int, help="video constant-quality factor (default 30, LeRobot's)")
+    p.add_argument(
+        "--crf", type=cli.non_negative_int, help="video constant-quality factor (default: 30, LeRobot's)"
+    )
     p.add_argument(
         "--preset",
         help="encoder speed preset (libsvtav1: 0-13, default 10 = what LeRobot 0.4.4 encodes at; h264: ultrafast..veryslow)",
     )
     p.add_argument(
         "--latency-margin",
-        type=float,
+        type=cli.non_negative_float,
         default=0.1,
         metavar="S",
         help="seconds of log time after which a tick is settled even if a stream is silent "
-        "(default 0.1, as the live recorder: the same data gives the same dataset)",
+        "(as the live recorder: the same data gives the same dataset)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
@@ -677,6 +683,37 @@ def contract_from_args(args) -> Contract:
     )
 
 
+def check_video_flags(args, contract: Contract, writer_options: dict) -> None:
+    """--vcodec, --crf, --preset and the frame rate, tried on the encoder before any bag is read: a value
+    it refuses is a BagImportError naming the flag (each camera's frame size is checked once it is known,
+    before the first episode). With --resume and no --vcodec the dataset's codec is checked there."""
+    from .dataset import DatasetError
+    from .dataset.video import (
+        EncoderSettingError,
+        check_encoder_settings,
+        codec_options,
+        encoder_pix_fmt,
+        resolve_encoder,
+    )
+
+    if not contract.images or (args.resume and not args.vcodec):
+        return
+    options = {"g": 2, "crf": 30, **writer_options}
+    try:
+        encoder = resolve_encoder(args.vcodec or "libsvtav1")
+        check_encoder_settings(
+            encoder,
+            encoder_pix_fmt(encoder, "yuv420p"),
+            codec_options(encoder, options["g"], options["crf"], options.get("preset")),
+            int(contract.fps),
+        )
+    except EncoderSettingError as exc:
+        flag = {"crf": "--crf", "preset": "--preset", "fps": "--fps" if args.fps else "fps (of --config)"}
+        raise BagImportError(f"{flag.get(exc.setting, '--vcodec')} {exc.value}: {exc}") from None
+    except DatasetError as exc:
+        raise BagImportError(f"--vcodec {args.vcodec}: {exc}") from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     # SVT-AV1 prints its whole configuration per episode at info level: errors only on a terminal tool
@@ -693,7 +730,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.crf is not None:
             writer_options["crf"] = args.crf
         if args.preset is not None:
-            writer_options["preset"] = int(args.preset) if args.preset.isdigit() else args.preset
+            writer_options["preset"] = int(args.preset) if args.preset.lstrip("-").isdigit() else args.preset
+        check_video_flags(args, contract, writer_options)
         summary = import_bags(
             args.bags,
             contract,

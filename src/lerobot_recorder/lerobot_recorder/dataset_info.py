@@ -13,6 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from lerobot_core import cli
 from lerobot_recorder.dataset import DatasetError, DatasetReader, DatasetWriter
 from lerobot_recorder.dataset.check import check_dataset
 
@@ -68,7 +69,9 @@ def repair(root) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="lerobot-dataset-info", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(
+        prog="lerobot-dataset-info", description=__doc__.splitlines()[0], formatter_class=cli.HelpFormatter
+    )
     ap.add_argument("root", help="dataset folder (holds meta/info.json)")
     ap.add_argument(
         "--check",

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import yaml
 
+from lerobot_core import cli
+
 from .dataset import CODEBASE_VERSION, DatasetError, DatasetReader
 from .dataset.storage import WORK_DIR
 
@@ -137,7 +139,7 @@ def push(plan: PushPlan, token: str | None = None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog=PROG, description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+        prog=PROG, description=__doc__.split("\n\n")[0], formatter_class=cli.HelpFormatter
     )
     ap.add_argument("dataset", type=Path, help="finalized LeRobotDataset v3 folder")
     ap.add_argument("repo_id", help="Hub dataset id, <user or org>/<name>")

@@ -30,6 +30,7 @@ import rclpy
 from rclpy.node import Node
 from std_srvs.srv import Trigger
 
+from lerobot_core import cli
 from lerobot_core.ros import qos
 from lerobot_core.ros.node import run_node
 from lerobot_msgs.msg import RecorderStatus
@@ -133,8 +134,10 @@ class RecordControl(Node):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="lerobot-record-control", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--recorder", default="recorder", help="recorder namespace/name (default: recorder)")
+    ap = argparse.ArgumentParser(
+        prog="lerobot-record-control", description=__doc__.split("\n\n")[0], formatter_class=cli.HelpFormatter
+    )
+    ap.add_argument("--recorder", default="recorder", help="recorder namespace/name")
     ap.add_argument(
         "--arbiter",
         nargs="?",

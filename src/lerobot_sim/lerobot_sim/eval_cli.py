@@ -16,6 +16,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from lerobot_core import cli
 from lerobot_sim.evaluation import (
     EvalSettings,
     EvaluationError,
@@ -129,26 +130,51 @@ def make_transport_factory(preset: EnvPreset, params: dict[str, Any], log=print)
     return factory, fps
 
 
+def default_output(env: str, policy: str, seed: int) -> str:
+    """Where the metrics go without --output: one file per env, policy and first seed."""
+    name = os.path.basename(os.path.normpath(policy)) or "policy"
+    return os.path.join("outputs", "eval", f"{env.replace('/', '_')}-{name}-seed{seed}.json")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="lerobot-sim-eval", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        prog="lerobot-sim-eval", description=__doc__.split("\n\n")[0], formatter_class=cli.HelpFormatter
+    )
     p.add_argument("--env", required=True, help=f"preset ({', '.join(PRESETS)}) or a gymnasium id")
-    p.add_argument("--episodes", type=int, required=True, help="number of episodes")
+    p.add_argument("--episodes", type=cli.positive_int, required=True, help="number of episodes")
     p.add_argument(
         "--policy",
         required=True,
         help="checkpoint directory, Hub id org/name (cached), 'scripted' or 'random'",
     )
-    p.add_argument("--output", required=True, help="metrics JSON file to write")
-    p.add_argument("--seed", type=int, default=0, help="seed of the first episode; episode i uses seed + i")
+    p.add_argument(
+        "--output",
+        default=None,
+        help="metrics JSON file to write (default: outputs/eval/<env>-<policy name>-seed<seed>.json)",
+    )
+    p.add_argument(
+        "--seed",
+        type=cli.non_negative_int,
+        default=0,
+        help="seed of the first episode; episode i uses seed + i",
+    )
     p.add_argument("--videos", default="", help="directory for one mp4 per episode")
     p.add_argument(
-        "--max-steps", type=int, default=0, help="stop an episode after this many steps (0 = env's)"
+        "--max-steps",
+        type=cli.non_negative_int,
+        default=0,
+        help="stop an episode after this many steps (0 = env's)",
     )
     p.add_argument(
-        "--cameras", nargs="*", default=None, help="so101_cube: rendered cameras (default front wrist)"
+        "--cameras", nargs="*", default=None, help="so101_cube: rendered cameras (default: front wrist)"
     )
     p.add_argument(
-        "--image-size", nargs=2, type=int, default=None, metavar=("H", "W"), help="so101_cube images"
+        "--image-size",
+        nargs=2,
+        type=cli.positive_int,
+        default=None,
+        metavar=("H", "W"),
+        help="so101_cube images",
     )
     return p
 
@@ -156,8 +182,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.episodes <= 0:
-        parser.error(f"--episodes must be at least 1, got {args.episodes}")
+    if args.output is None:
+        args.output = default_output(args.env, args.policy, args.seed)
     os.environ.setdefault("MUJOCO_GL", "egl")
     try:
         preset = resolve_env(args.env, args.cameras)

@@ -22,6 +22,7 @@ import time
 import tty
 from typing import Optional
 
+from lerobot_core import cli
 from lerobot_core.robots import get_robot_spec
 from lerobot_drivers.bus import FAMILIES
 from lerobot_drivers.servo_emulator.bus import EmulatedBus
@@ -267,18 +268,21 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="lerobot-servo-emulator",
         description="Emulate a Feetech or Dynamixel servo bus on a pty (for drivers and demos without hardware).",
+        formatter_class=cli.HelpFormatter,
     )
     parser.add_argument("--protocol", choices=list(FAMILIES), default=None, help="bus family")
     parser.add_argument("--robot", default="so101_follower", help="LeRobot robot type giving ids and models")
     parser.add_argument("--link", default=None, help="stable symlink to create pointing at the pty")
     parser.add_argument("--port-file", default=None, help="write the port path to this file once ready")
-    parser.add_argument("--tau", type=float, default=0.05, help="position response time constant (s)")
+    parser.add_argument(
+        "--tau", type=cli.positive_float, default=0.05, help="position response time constant (s)"
+    )
     parser.add_argument(
         "--no-wire-time", action="store_true", help="answer without emulating baud-rate delay"
     )
     parser.add_argument(
         "--hand-motion",
-        type=float,
+        type=cli.non_negative_float,
         default=0.0,
         help="ticks of sinusoidal 'hand' motion while torque is off (leader demo)",
     )

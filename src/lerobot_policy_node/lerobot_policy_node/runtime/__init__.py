@@ -1,9 +1,10 @@
 """ROS-free policy runtime: load LeRobot checkpoints, predict action chunks, schedule actions."""
 
-from .errors import ObservationError, PolicyLoadError, UnsupportedPolicyError
+from .errors import DeviceError, ObservationError, PolicyLoadError, UnsupportedPolicyError
 from .policy import PolicyConfig, load_policy, read_policy_config
 
 __all__ = [
+    "DeviceError",
     "ObservationError",
     "PolicyConfig",
     "PolicyLoadError",

@@ -5,6 +5,10 @@ class PolicyLoadError(RuntimeError):
     """A checkpoint directory cannot be loaded (missing or corrupt file, unsupported content)."""
 
 
+class DeviceError(PolicyLoadError):
+    """The torch device asked for is not usable here (CUDA on a CPU build of torch, a malformed name)."""
+
+
 class UnsupportedPolicyError(PolicyLoadError):
     """The checkpoint's policy type has no native implementation and lerobot is not importable."""
 

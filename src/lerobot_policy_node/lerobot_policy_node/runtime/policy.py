@@ -30,7 +30,7 @@ from .checkpoint import (
     read_safetensors,
     resolve_checkpoint_dir,
 )
-from .errors import ObservationError, PolicyLoadError, UnsupportedPolicyError
+from .errors import DeviceError, ObservationError, PolicyLoadError, UnsupportedPolicyError
 
 NATIVE_TYPES = ("act", "diffusion")
 QUEUE_TYPES = ("diffusion", "vqbet")  # lerobot policies whose predict_action_chunk reads their queues
@@ -362,11 +362,36 @@ def lerobot_available() -> bool:
     return importlib.util.find_spec("lerobot") is not None
 
 
+def check_device(device: str) -> None:
+    """Raise :class:`DeviceError` (the reason, without the name) when torch cannot run on `device` here:
+    a CUDA device on a CPU build of torch, a malformed name. Cheap; call it before loading anything."""
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise DeviceError("not a torch device name (cpu, cuda, cuda:1, mps)") from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            build = (
+                "a CPU-only build"
+                if torch.version.cuda is None
+                else f"CUDA {torch.version.cuda}, no GPU seen"
+            )
+            raise DeviceError(f"torch {torch.__version__} here has no CUDA ({build}); use cpu")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise DeviceError(f"only {torch.cuda.device_count()} CUDA device(s) here")
+    elif dev.type == "mps" and not torch.backends.mps.is_available():
+        raise DeviceError("no Apple MPS on this machine; use cpu")
+
+
 def load_policy(path: str | Path, device: str = "cpu", backend: str = "auto"):
     """Load a LeRobot checkpoint directory.
 
     backend: "auto" (native when the type is implemented here, else lerobot), "native" or "lerobot".
     """
+    try:
+        check_device(device)
+    except DeviceError as exc:
+        raise DeviceError(f"device {device!r}: {exc}") from None
     ckpt, config = read_policy_config(path)
     if backend not in ("auto", "native", "lerobot"):
         raise ValueError(f"backend must be auto, native or lerobot, got {backend!r}")

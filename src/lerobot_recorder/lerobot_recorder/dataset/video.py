@@ -201,6 +201,88 @@ def resolve_encoder(vcodec: str, candidates: tuple[str, ...] = HW_ENCODERS) -> s
     return name
 
 
+class EncoderSettingError(DatasetError):
+    """The encoder refuses one of its settings: ``setting`` is "crf", "preset", "fps" or "size" (the
+    frame size), ``value`` what was asked, so a tool can name its own flag."""
+
+    def __init__(self, setting: str | None, value, message: str):
+        super().__init__(message)
+        self.setting, self.value = setting, value
+
+
+# What the encoders of this PyAV build accept, measured by opening them (for the messages only: the
+# check itself always asks the encoder).
+_SETTING_HINTS = {
+    ("libsvtav1", "crf"): "0-63",
+    ("libsvtav1", "preset"): "-2..13 (LeRobot encodes at 10)",
+    ("libsvtav1", "fps"): "at most 240",
+    ("libsvtav1", "size"): "frames of at least 4x4",
+    ("libx264", "preset"): "ultrafast, superfast, veryfast, faster, fast, medium, slow, slower, veryslow",
+    ("libx264", "size"): "even widths and heights",
+    ("libx265", "preset"): "ultrafast, superfast, veryfast, faster, fast, medium, slow, slower, veryslow",
+}
+
+
+def _open_error(
+    vcodec: str, pix_fmt: str, options: dict[str, str], fps: int, width: int, height: int
+) -> str | None:
+    """None if the encoder opens with these settings, else FFmpeg's reason (one line)."""
+    svt_log = os.environ.get("SVT_LOG")
+    os.environ["SVT_LOG"] = "0"  # SVT-AV1 prints each refusal itself; the caller words the one that counts
+    try:
+        ctx = av.CodecContext.create(vcodec, "w")
+        ctx.width, ctx.height, ctx.pix_fmt = int(width), int(height), pix_fmt
+        ctx.time_base = Fraction(1, int(fps))
+        ctx.framerate = Fraction(int(fps), 1)
+        ctx.options = dict(options)
+        ctx.open()
+        del ctx
+    except Exception as exc:
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return text.split(": '")[0]  # FFmpeg's reason, without the option dict PyAV appends
+    finally:
+        if svt_log is None:
+            del os.environ["SVT_LOG"]
+        else:
+            os.environ["SVT_LOG"] = svt_log
+    return None
+
+
+def check_encoder_settings(
+    vcodec: str, pix_fmt: str, options: dict[str, str], fps: int, width: int = 64, height: int = 64
+) -> None:
+    """Open the encoder in memory with these settings and a `width` x `height` frame; when it refuses,
+    find the setting it refuses (each retried at LeRobot's value) and raise :class:`EncoderSettingError`
+    naming it. Cheap (a few ms); run it before any frame is written."""
+    why = _open_error(vcodec, pix_fmt, options, fps, width, height)
+    if why is None:
+        return
+    defaults = {"crf": str(LEROBOT_VIDEO_SETTINGS["crf"]), "preset": str(LEROBOT_VIDEO_SETTINGS["preset"])}
+    trials = []
+    for key in ("crf", "preset"):
+        if key in options:
+            fixed = dict(options)
+            if vcodec == LEROBOT_VIDEO_SETTINGS["vcodec"]:
+                fixed[key] = defaults[key]
+            else:
+                fixed.pop(key)
+            trials.append((key, options[key], (vcodec, pix_fmt, fixed, fps, width, height)))
+    trials.append(("fps", fps, (vcodec, pix_fmt, options, 30, width, height)))
+    trials.append(("size", f"{width}x{height}", (vcodec, pix_fmt, options, fps, 64, 64)))
+    for setting, value, args in trials:
+        if _open_error(*args) is None:
+            hint = _SETTING_HINTS.get((vcodec, setting))
+            what = f"{value} frames" if setting == "size" else f"{setting} {value}"
+            raise EncoderSettingError(
+                setting, value, f"{vcodec} refuses {what} ({why})" + (f"; it takes {hint}" if hint else "")
+            )
+    raise EncoderSettingError(
+        None,
+        None,
+        f"{vcodec} does not open with {describe_settings(vcodec, pix_fmt, options)} at {fps} fps, {width}x{height} ({why})",
+    )
+
+
 def encoder_pix_fmt(vcodec: str, pix_fmt: str) -> str:
     """`pix_fmt`, or the hardware encoder's 4:2:0 input format when it does not take `pix_fmt`."""
     try:

@@ -43,6 +43,8 @@ from .tables import (
 )
 from .video import (
     CameraEncoder,
+    EncoderSettingError,
+    check_encoder_settings,
     codec_options,
     concat_mp4,
     count_frames,
@@ -191,8 +193,21 @@ class DatasetWriter:
             raise DatasetError(
                 f"on_backpressure must be one of {BACKPRESSURE_MODES}, got {on_backpressure!r}"
             )
-        if fmt.video_keys(feats):
-            resolve_encoder(vcodec)
+        encoder = resolve_encoder(vcodec) if fmt.video_keys(feats) else vcodec
+        for key in fmt.video_keys(feats):  # refused settings fail here, before anything is written
+            height, width = feats[key]["shape"][:2]
+            try:
+                check_encoder_settings(
+                    encoder,
+                    encoder_pix_fmt(encoder, pix_fmt),
+                    codec_options(encoder, g, crf, preset),
+                    int(fps),
+                    width,
+                    height,
+                )
+            except EncoderSettingError as exc:
+                exc.args = (f"{key}: {exc}",)
+                raise
         info = fmt.empty_info(
             int(fps), feats, robot_type, int(chunks_size), data_files_size_in_mb, video_files_size_in_mb
         )
