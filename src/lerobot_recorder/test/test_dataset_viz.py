@@ -93,15 +93,16 @@ def test_report_pngs_have_the_right_size_and_content(dataset, tmp_path):
     files = sorted(p.name for p in (tmp_path / "rep").iterdir())
     assert files == ["contact_sheet_front.png", "flags.png", "state_action.png"]
     plot = cv2.imread(str(tmp_path / "rep" / "state_action.png"))
-    assert plot.shape == (26 + 3 * 200, 2 * 420, 3)  # legend + 3 rows of 2 joint panels
+    assert plot.shape == (28 + 26 + 3 * 200, 2 * 420, 3)  # title + legend + 3 rows of 2 joint panels
     orange = np.all(np.abs(plot.astype(int) - (14, 127, 255)) < 40, axis=2)
     blue = np.all(np.abs(plot.astype(int) - (180, 119, 31)) < 40, axis=2)
     assert orange.sum() > 1000 and blue.sum() > 1000  # both curves drawn in every panel
     flags = cv2.imread(str(tmp_path / "rep" / "flags.png"))
-    assert flags.shape == (200, 2 * 420, 3) and (flags < 250).mean() > 0.01
+    assert flags.shape == (28 + 200, 2 * 420, 3) and (flags < 250).mean() > 0.01
     sheet = cv2.imread(str(tmp_path / "rep" / "contact_sheet_front.png"))
     # 12 of the 20 frames, 4 a row; 64 px frames enlarged to 160 x 120, a 20 px label, 2 px border
-    assert sheet.shape == (3 * (120 + 20 + 4), 4 * (160 + 4), 3)
+    assert sheet.shape == (28 + 3 * (120 + 20 + 4), 4 * (160 + 4), 3)
+    sheet = sheet[28:]  # below the title
     first = sheet[2 + 20 + 60, 2 + 80][::-1]  # centre of the first tile, as RGB
     assert np.abs(first.astype(int) - colour(1, 0)).max() < 12
     last = sheet[2 * 144 + 2 + 20 + 60, 3 * 164 + 2 + 80][::-1]  # the last tile is the last frame
@@ -144,3 +145,119 @@ def test_a_hub_dataset_id_is_read_from_the_cache(dataset, tmp_path):
         [*cmd[:3], "someone/other", *cmd[4:], "--report", "x"], capture_output=True, text=True, env=env
     )
     assert res.returncode == 2 and "'someone/other' is not a local folder" in res.stderr
+
+
+# ---------------------------------------------------------------- the viewer: no display, loopback
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _viz(args, env_changes, timeout=60):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "WAYLAND_SOCKET")}
+    env.update(env_changes, PYTHONPATH=os.pathsep.join(sys.path))
+    cmd = [sys.executable, "-m", "lerobot_recorder.dataset_viz", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def test_without_a_display_the_viewer_is_refused_at_once_with_what_to_do(dataset):
+    import time
+
+    t0 = time.monotonic()
+    res = _viz([str(dataset), "--episode", "1"], {})
+    took = time.monotonic() - t0
+    assert res.returncode == 2, res.stderr
+    assert "no display here" in res.stderr and "--save" in res.stderr and "--report" in res.stderr
+    assert "Traceback" not in res.stderr and took < 10  # was: 11 s, then a gRPC traceback
+    assert "Listening" not in res.stderr  # no viewer was started
+
+
+@pytest.mark.parametrize("bind", [None, "127.0.0.2"])
+def test_the_viewer_listens_on_loopback_unless_asked(dataset, bind):
+    """DISPLAY names no X server: the real rerun viewer starts its gRPC server (and logs where), then
+    cannot open its window; the tool reports that in one line of its own, without a traceback."""
+    port = _free_port()
+    args = [str(dataset), "--episode", "1", "--port", str(port)] + (["--bind", bind] if bind else [])
+    res = _viz(args, {"DISPLAY": ":99"})
+    want = bind or "127.0.0.1"
+    assert f"Listening for gRPC connections on {want}:{port}" in res.stderr, res.stderr
+    assert "0.0.0.0" not in res.stderr
+    assert res.returncode == 1 and "Traceback" not in res.stderr
+    assert "lerobot-ros-dataset-viz: error: the rerun viewer" in res.stderr
+
+
+# ---------------------------------------------------------------- the report: titles, units, marks
+@pytest.fixture(scope="module")
+def hil_dataset(tmp_path_factory):
+    """A HIL-like episode: joints in radians, the cube's pose, a human-driven stretch (frames 30-49) and
+    a sim reset at frame 70 (the arm back at its start pose in one frame)."""
+    root = tmp_path_factory.mktemp("hil") / "ds"
+    cube = ["cube.x", "cube.y", "cube.z", "cube.qw", "cube.qx", "cube.qy", "cube.qz"]
+    w = DatasetWriter.create(
+        root,
+        fps=30,
+        robot_type="so101_follower",
+        features={
+            "observation.state": {"dtype": "float32", "shape": (6,), "names": NAMES, "units": "radians"},
+            "action": {"dtype": "float32", "shape": (6,), "names": NAMES, "units": "radians"},
+            "observation.environment_state": {
+                "dtype": "float32",
+                "shape": (7,),
+                "names": cube,
+                "units": ["metres"] * 3 + ["quaternion"] * 4,
+            },
+            "complementary_info.is_intervention": {"dtype": "bool", "shape": (1,), "names": None},
+        },
+    )
+    for i in range(120):
+        k = i if i < 70 else i - 70
+        q = (0.02 * k * np.array([1, -1, 1, 0.5, 0.2, 0.3])).astype(np.float32)
+        w.add_frame(
+            {
+                "observation.state": q,
+                "action": q + np.float32(0.02),
+                "observation.environment_state": np.array([0.2 + 0.001 * k, 0, 0.02, 1, 0, 0, 0], np.float32),
+                "complementary_info.is_intervention": np.array([30 <= i < 50]),
+            },
+            task="pick",
+        )
+    w.save_episode()
+    w.finalize()
+    return root
+
+
+def test_report_names_units_resets_and_interventions(hil_dataset, tmp_path):
+    import cv2
+
+    from lerobot_recorder.dataset import DatasetReader
+    from lerobot_recorder.dataset_report import SHADE, _labels, reset_frames
+
+    reader = DatasetReader(hil_dataset)
+    cols = reader.episode(0)
+    assert reset_frames(reader, cols) == [70]  # the jump; steady motion at 0.6 rad/s is no reset
+    assert _labels(reader, "observation.environment_state", 7)[:4] == [
+        "cube.x [m]",
+        "cube.y [m]",
+        "cube.z [m]",
+        "cube.qw [quat]",
+    ]
+    assert _labels(reader, "observation.state", 6)[0] == "shoulder_pan.pos [rad]"
+    assert main([str(hil_dataset), "--episode", "0", "--report", str(tmp_path)]) == 0
+    plot = cv2.imread(str(tmp_path / "state_action.png"))
+    first = plot[28 + 26 : 28 + 26 + 200, :420]  # the first joint's panel
+    tinted = np.all(np.abs(first.astype(int) - SHADE) < 8, axis=2).any(axis=0)
+    columns = np.flatnonzero(tinted)
+    # 46 px .. 410 px span 0 .. 119 frames: the shade covers frames 30-49 only
+    x_of = lambda i: 46 + i / 119 * (410 - 46)  # noqa: E731
+    assert abs(columns.min() - x_of(29.5)) <= 3 and abs(columns.max() - x_of(49.5)) <= 3
+    red = np.all(np.abs(first.astype(int) - (40, 40, 214)) < 30, axis=2).sum(axis=0)
+    assert abs(int(np.argmax(red)) - x_of(70)) <= 2  # the reset line
+    flags = cv2.imread(str(tmp_path / "flags.png"))
+    assert flags.shape == (28 + 4 * 200, 840, 3)  # is_intervention + 7 cube values: 4 rows
