@@ -69,3 +69,33 @@ def test_missing_policy_dir(tmp_path, act_observations):
     np.savez(path, **act_observations)
     res = run("--policy", tmp_path / "nope", "--observations", path, "--output", tmp_path / "o.npz")
     assert res.returncode == 2 and "does not exist" in res.stderr
+
+
+def test_a_device_torch_cannot_use_is_refused_before_loading(tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA: the refusal is for a CPU-only torch")
+    res = run(
+        "--policy",
+        str(tmp_path / "nowhere"),
+        "--observations",
+        "x.npz",
+        "--output",
+        "y.npz",
+        "--device",
+        "cuda",
+    )
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "--device cuda: torch" in res.stderr and "has no CUDA" in res.stderr and "use cpu" in res.stderr
+    res = run(
+        "--policy",
+        str(tmp_path / "nowhere"),
+        "--observations",
+        "x.npz",
+        "--output",
+        "y.npz",
+        "--device",
+        "gpu0",
+    )
+    assert res.returncode == 2 and "--device gpu0: not a torch device name" in res.stderr

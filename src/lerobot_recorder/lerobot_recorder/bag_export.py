@@ -204,10 +204,12 @@ def export_episode(
                             f"{dataset}: {key}: the video ends before frame {i} of episode {episode}"
                         )
                     write(topic, bag_io.image(stamp, frame, "rgb8", frame_id=key), stamp)
-    except BaseException:
+    except BaseException as exc:
         import shutil
 
-        shutil.rmtree(output, ignore_errors=True)
+        shutil.rmtree(output, ignore_errors=True)  # no half-written bag is left behind
+        if isinstance(exc, DatasetError):
+            raise ExportError(f"{dataset}: episode {episode}: {exc}") from None
         raise
     return {"frames": n, "messages": counts, "output": str(output)}
 
@@ -247,6 +249,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = export_episode(args.dataset, args.episode, args.output, contract=contract, start_ns=start)
     except (ExportError, ContractError) as exc:
         print(f"lerobot-bag-export: error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # damage no check above foresaw: one line, never a traceback
+        print(
+            f"lerobot-bag-export: error: {args.dataset}: episode {args.episode} cannot be exported "
+            f"({type(exc).__name__}: {exc}); `lerobot-dataset-info {args.dataset} --check` lists what is damaged",
+            file=sys.stderr,
+        )
         return 2
     topics = ", ".join(f"{t} ({c})" for t, c in result["messages"].items())
     print(f"exported episode {args.episode}: {result['frames']} frames -> {result['output']}: {topics}")

@@ -168,6 +168,13 @@ def main(argv: list[str] | None = None) -> int:
     except (DatasetError, FileNotFoundError) as exc:
         print(f"{PROG}: error: DATASET {str(args.dataset)!r}: {exc}", file=sys.stderr)
         return 2
+    except Exception as exc:  # damage no check foresaw: one line, never a traceback
+        print(
+            f"{PROG}: error: DATASET {str(args.dataset)!r} cannot be read ({type(exc).__name__}: {exc}); "
+            f"`lerobot-dataset-info {args.dataset} --check` lists what is damaged",
+            file=sys.stderr,
+        )
+        return 2
     if args.dry_run:
         print("\n".join(plan.files))
         print(f"{PROG}: would push {plan.describe()}", file=sys.stderr)

@@ -169,3 +169,27 @@ def test_export_a_dataset_written_by_real_lerobot(tmp_path):
         np.array_equal(np.asarray(m.data).reshape(video.shape[1:]), video[k])
         for k, (_, m) in enumerate(msgs[topic])
     )
+
+
+def _load_damage():
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("damage", Path(__file__).with_name("damage.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+damage = _load_damage()
+
+
+@pytest.mark.parametrize("case", damage.CASES)
+def test_damaged_dataset_is_one_line_of_error_and_no_bag(dataset, tmp_path, case, capsys):
+    bad = damage.damaged_copy(dataset, tmp_path / "bad", case)
+    code = main([str(bad), "--episode", "1", "--output", str(tmp_path / "bag")])
+    err = capsys.readouterr().err
+    if case in ("episode_gap", "truncated_mp4") and code == 0:
+        return  # what is there exported whole (the gap or cut is not in episode 1's reach)
+    assert code == 2 and err.startswith("lerobot-bag-export: error:") and err.count("\n") == 1, err
+    assert not (tmp_path / "bag").exists()  # no half-written bag left behind

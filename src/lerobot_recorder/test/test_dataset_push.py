@@ -98,3 +98,14 @@ def test_push_stops_at_huggingface_hubs_offline_error(dataset):
     )
     assert res.returncode == 1, res.stderr
     assert "pushing to dataset someone/so101_pick: OfflineModeIsEnabled" in res.stderr
+
+
+def test_info_json_without_features_is_one_line_of_error(dataset, capsys):
+    import json
+
+    info = json.loads((dataset / "meta" / "info.json").read_text())
+    del info["features"]
+    (dataset / "meta" / "info.json").write_text(json.dumps(info))
+    assert main([str(dataset), "someone/data", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "info.json: no 'features'" in err, err

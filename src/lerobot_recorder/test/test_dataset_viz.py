@@ -261,3 +261,29 @@ def test_report_names_units_resets_and_interventions(hil_dataset, tmp_path):
     assert abs(int(np.argmax(red)) - x_of(70)) <= 2  # the reset line
     flags = cv2.imread(str(tmp_path / "flags.png"))
     assert flags.shape == (28 + 4 * 200, 840, 3)  # is_intervention + 7 cube values: 4 rows
+
+
+# ---------------------------------------------------------------- damaged data: one line, no traceback
+def _load_damage():
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("damage", Path(__file__).with_name("damage.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+damage = _load_damage()
+
+
+@pytest.mark.parametrize("case", damage.CASES)
+def test_damaged_dataset_is_one_line_of_error(dataset, tmp_path, case):
+    bad = damage.damaged_copy(dataset, tmp_path / "bad", case)
+    res = _viz([str(bad), "--episode", "1", "--report", str(tmp_path / "rep")], {})
+    if case in ("episode_gap", "truncated_mp4") and res.returncode == 0:
+        return  # read as far as it goes: the report of what is there (no traceback either way)
+    assert res.returncode != 0, res.stderr
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert "Traceback" not in res.stderr and len(lines) == 1, res.stderr
+    assert lines[0].startswith("lerobot-ros-dataset-viz: error:")

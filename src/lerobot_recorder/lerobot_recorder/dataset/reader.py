@@ -127,8 +127,17 @@ class DatasetReader:
         out: dict[str, np.ndarray] = {}
         for name in table.column_names:
             out[name] = _column_to_numpy(table.column(name), self.features.get(name))
-        out["task"] = np.array([self.tasks[i] for i in out["task_index"]], dtype=object)
+        out["task"] = np.array([self._task(i) for i in out["task_index"]], dtype=object)
         return out
+
+    def _task(self, task_index) -> str:
+        try:
+            return self.tasks[int(task_index)]
+        except IndexError:
+            raise DatasetError(
+                f"{self.root}: task_index {int(task_index)} is not in meta/tasks.parquet "
+                f"({len(self.tasks)} task(s){'' if self.tasks else ': the file is missing or empty'})"
+            ) from None
 
     def iter_video_frames(self, key: str, episode_index: int) -> Iterator[np.ndarray]:
         """The episode's frames of camera `key` decoded one at a time (HxWx3 uint8): memory is one
@@ -194,7 +203,7 @@ class DatasetReader:
         for name in row.column_names:
             value = _column_to_numpy(row.column(name), self.features.get(name))[0]
             item[name] = value.item() if isinstance(value, np.generic) else value
-        item["task"] = self.tasks[int(item["task_index"])]
+        item["task"] = self._task(item["task_index"])
         frame_in_ep = int(item["frame_index"])
         for key in self.video_keys:
             frames = self.video_frames(key, ep)

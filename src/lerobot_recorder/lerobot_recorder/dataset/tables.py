@@ -29,7 +29,14 @@ def load_info(root: Path) -> dict:
     if not path.exists():
         raise DatasetError(f"{root}: not a LeRobot dataset ({INFO_PATH} is missing)")
     info = read_json(path)
+    if not isinstance(info, dict):
+        raise DatasetError(f"{path}: expected a JSON object, got {type(info).__name__}")
     check_version(info, str(path))
+    missing = [k for k in ("fps", "features") if k not in info]
+    if missing:
+        raise DatasetError(
+            f"{path}: no {' or '.join(repr(k) for k in missing)}: not a complete LeRobot info.json"
+        )
     return info
 
 

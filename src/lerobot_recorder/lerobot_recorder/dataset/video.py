@@ -596,18 +596,27 @@ def concat_mp4(first: Path, second: Path, out: Path, fps: int) -> None:
 def iter_frames(path: Path, from_s: float, to_s: float, fps: int) -> Iterator[np.ndarray]:
     """The frames whose timestamps lie in [from_s, to_s), one at a time, as HxWx3 uint8 (RGB)."""
     half = 0.5 / fps
-    with av.open(str(path)) as container:
-        stream = container.streams.video[0]
-        stream.thread_type = "AUTO"
-        if from_s > 0:
-            container.seek(int(max(0.0, from_s - half) / stream.time_base), stream=stream, backward=True)
-        for frame in container.decode(stream):
-            t = float(frame.pts * stream.time_base)
-            if t < from_s - half:
-                continue
-            if t >= to_s - half:
-                break
-            yield frame.to_ndarray(format="rgb24")
+    if not Path(path).is_file():
+        raise DatasetError(f"{path}: the video file is missing")
+    try:
+        with av.open(str(path)) as container:
+            if not container.streams.video:
+                raise DatasetError(f"{path}: holds no video stream")
+            stream = container.streams.video[0]
+            stream.thread_type = "AUTO"
+            if from_s > 0:
+                container.seek(int(max(0.0, from_s - half) / stream.time_base), stream=stream, backward=True)
+            for frame in container.decode(stream):
+                t = float(frame.pts * stream.time_base)
+                if t < from_s - half:
+                    continue
+                if t >= to_s - half:
+                    break
+                yield frame.to_ndarray(format="rgb24")
+    except (av.error.FFmpegError, OSError) as exc:  # truncated or not an mp4: one line, naming the file
+        raise DatasetError(
+            f"{path}: cannot decode the video ({str(exc).strip() or type(exc).__name__})"
+        ) from None
 
 
 def decode_range(path: Path, from_s: float, to_s: float, fps: int) -> np.ndarray:
