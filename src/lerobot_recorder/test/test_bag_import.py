@@ -414,3 +414,33 @@ def test_sim_time_stamps_in_a_wall_clock_bag(tmp_path):
         BagImportError, match=r"mixed: topic /joint_states is stamped .* s away from the bag's log time"
     ):
         import_bags([mixed], c2, tmp_path / "ds2", progress=False)
+
+
+@pytest.mark.parametrize(
+    "flags,message",
+    [
+        (["--crf", "99"], "--crf 99: libsvtav1 refuses crf 99"),
+        (["--preset", "abc"], "--preset abc: libsvtav1 refuses preset abc"),
+        (["--fps", "1000"], "--fps 1000: libsvtav1 refuses fps 1000"),
+        (["--vcodec", "h264", "--preset", "abc"], "--preset abc: libx264 refuses preset abc"),
+    ],
+)
+def test_encoder_flags_are_tried_on_the_encoder_before_any_work(tmp_path, capsys, flags, message):
+    bag = write_bag(tmp_path / "bag", "mcap", session(0.3))
+    quick = ["--state", "/joint_states", "--image", f"front={CAM}", "--task", "t"]
+    args = [str(bag), "-o", str(tmp_path / "ds"), *quick, *flags]
+    if "--fps" not in flags:
+        args += ["--fps", "30"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
+    assert not (tmp_path / "ds").exists()
+
+
+def test_an_image_too_small_for_the_encoder_is_refused_before_the_first_episode(tmp_path, capsys):
+    bag = write_bag(tmp_path / "bag", "mcap", session(0.3, image=lambda i: np.zeros((1, 1, 3), np.uint8)))
+    quick = ["--state", "/joint_states", "--image", f"front={CAM}", "--task", "t", "--fps", "30"]
+    assert main([str(bag), "-o", str(tmp_path / "ds"), *quick]) == 2
+    err = capsys.readouterr().err
+    assert "observation.images.front: libsvtav1 refuses 1x1 frames" in err and "at least 4x4" in err, err
+    assert not (tmp_path / "ds").exists()
