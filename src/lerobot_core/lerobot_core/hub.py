@@ -62,10 +62,13 @@ def resolve_pretrained(
         from huggingface_hub import constants
 
         how = "HF_HUB_OFFLINE is set" if constants.HF_HUB_OFFLINE else "the Hub could not be reached"
+        flags = (" --repo-type " + repo_type if repo_type != "model" else "") + (
+            f" --revision {revision}" if revision else ""
+        )  # without the revision the cache holds main, which a read at a tag does not find
         raise HubError(
             f"{text!r} is not a local folder, and as a Hub {repo_type} id it is not in the Hugging Face "
             f"cache {hub_cache_dir()} at revision {revision or 'main'} ({how}); download it once with "
-            f"`hf download {text}{' --repo-type ' + repo_type if repo_type != 'model' else ''}` on a "
+            f"`hf download {text}{flags}` on a "
             "machine with network and the same HF_HUB_CACHE"
         ) from exc
     except (HfHubHTTPError, OSError) as exc:

@@ -287,3 +287,15 @@ def test_damaged_dataset_is_one_line_of_error(dataset, tmp_path, case):
     lines = [line for line in res.stderr.splitlines() if line.strip()]
     assert "Traceback" not in res.stderr and len(lines) == 1, res.stderr
     assert lines[0].startswith("lerobot-ros-dataset-viz: error:")
+
+
+def test_a_dataset_missing_from_the_cache_gets_the_download_command_with_its_revision(tmp_path):
+    """LeRobot reads datasets at the v3.0 tag: a download of main would not be found there."""
+    pytest.importorskip("huggingface_hub")
+    (tmp_path / "hub").mkdir()
+    res = _viz(
+        ["someone/missing", "--episode", "0", "--report", str(tmp_path / "r")],
+        {"HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"},
+    )
+    assert res.returncode == 2, res.stderr
+    assert "`hf download someone/missing --repo-type dataset --revision v3.0`" in res.stderr, res.stderr
