@@ -103,6 +103,15 @@ class ImportSummary:
             out[name] = (counts[name], intervals / span if span > 0 else None)
         return out
 
+    def late_samples(self) -> dict[str, int]:
+        """Per stream: samples the aligner could not use because their time was at or before a tick it
+        had already written (they came late, or went backwards in time)."""
+        out: dict[str, int] = {}
+        for ep in self.episodes:
+            for name, s in ep.stats.streams.items():
+                out[name] = out.get(name, 0) + s.late
+        return out
+
     def report(self) -> str:
         lines = [
             f"imported {len(self.episodes)} episode(s), {self.frames} frames, {self.dropped_ticks} dropped ticks "
@@ -124,9 +133,16 @@ class ImportSummary:
         if self.skipped_segments:
             lines.append(f"  {self.skipped_segments} segment(s) without a single complete tick were skipped")
         lines.append("  streams:")
+        late = self.late_samples()
         for name, (count, rate) in self.stream_rates().items():
             rate_text = f"{rate:.2f} Hz" if rate is not None else "rate n/a"
-            lines.append(f"    {name}: {count} msgs, {rate_text}")
+            extra = ""
+            if late.get(name):
+                extra = (
+                    f", {late[name]} late or backwards (stamped at or before a frame already written: "
+                    "not used; raise --latency-margin if the stream lags)"
+                )
+            lines.append(f"    {name}: {count} msgs, {rate_text}{extra}")
         return "\n".join(lines)
 
 
@@ -190,6 +206,14 @@ def _open(path: Path) -> Reader:
         raise BagImportError(f"{path}: no such bag directory")
     if not path.is_dir():
         raise BagImportError(f"{path}: expected a rosbag2 directory (with metadata.yaml), got a file")
+    if not (path / "metadata.yaml").is_file():
+        data = sorted(p.name for p in path.iterdir() if p.suffix in (".mcap", ".db3"))
+        if data:  # a recorder killed before it wrote the metadata leaves the data files alone
+            raise BagImportError(
+                f"{path}: no metadata.yaml beside {', '.join(data)} (the recording was not closed cleanly?): "
+                f"`ros2 bag reindex {path}` rebuilds it from the data files"
+            )
+        raise BagImportError(f"{path}: not a rosbag2 directory (no metadata.yaml and no .mcap or .db3 file)")
     try:
         reader = Reader(path)
         reader.open()
@@ -463,7 +487,7 @@ def import_bags(
                 label = f"bag {i + 1}/{len(plans)} {plan.path.name}"
                 _import_one(plan, resolved, writer, summary, bar, label, latency_margin_s, log)
                 summary.bag_seconds += plan.duration_s
-    except BaseException:
+    except BaseException as exc:
         bar.close()
         # clean-up must not hide the original error
         with contextlib.suppress(Exception):
@@ -473,6 +497,8 @@ def import_bags(
             writer.finalize(on_pending="discard")
         if created and not summary.episodes:
             _remove_dataset(output, keep_dir=existed)
+        if isinstance(exc, BagImportError) and len(plans) > 1:
+            raise BagImportError(f"{exc}\n{_kept_and_skipped(plans, summary, output)}") from None
         raise
     bar.close()
     writer.finalize()
@@ -481,6 +507,29 @@ def import_bags(
 
 
 _DEFAULT_COLUMNS = ("timestamp", "frame_index", "episode_index", "index", "task_index")
+
+
+def _kept_and_skipped(plans, summary: ImportSummary, output: Path) -> str:
+    """What a failed import of several bags left: the episodes saved (and from which bags) and the bags
+    not imported, so the user knows what to import again."""
+    kept: dict[str, list[int]] = {}
+    for ep in summary.episodes:
+        kept.setdefault(ep.bag, []).append(ep.episode_index)
+    rest = [str(p.path) for p in plans if str(p.path) not in kept]
+    if kept:
+        lines = [f"  kept in {output}:"] + [
+            f"    {bag}: episode{'s' if len(eps) > 1 else ''} {', '.join(map(str, eps))}"
+            for bag, eps in kept.items()
+        ]
+    else:
+        lines = [f"  nothing was saved to {output}"]
+    if rest:
+        again = "--resume " if kept else ""
+        lines.append(f"  not imported: {' '.join(rest)}")
+        lines.append(
+            f"  once the failing bag is fixed (or left out), import these again with the same flags {again}".rstrip()
+        )
+    return "\n".join(lines)
 
 
 def _remove_dataset(root: Path, keep_dir: bool) -> None:
@@ -544,6 +593,7 @@ def _import_one(plan, contract, writer, summary, bar, label, latency_margin_s, l
                         f"({type(exc).__name__}: {exc})"
                     ) from None
                 aligner.push(current_topic, *contract.extract(current_topic, msg, conn.msgtype, now))
+                current_topic = None  # a frame assembled below may fail on any topic: its error names it
                 write(aligner.pop_ready(now_ns=now))
             current_topic = None
             close_episode(None)
@@ -552,8 +602,10 @@ def _import_one(plan, contract, writer, summary, bar, label, latency_margin_s, l
                 f"{plan.path}: writing episode {writer.total_episodes} failed: {exc}"
             ) from None
         except (ValueError, KeyError) as exc:
-            where = f"topic {current_topic}: " if current_topic and current_topic not in str(exc) else ""
-            raise BagImportError(f"{plan.path}: {where}{exc}") from None
+            text = str(exc).strip("'\"")
+            named = text.startswith("topic ") or (current_topic is not None and current_topic in text)
+            where = f"topic {current_topic}: " if current_topic and not named else ""
+            raise BagImportError(f"{plan.path}: {where}{text}") from None
         except BagImportError:
             raise
         except Exception as exc:  # corrupt data inside the bag (rosbags / CDR errors)

@@ -444,3 +444,50 @@ def test_an_image_too_small_for_the_encoder_is_refused_before_the_first_episode(
     err = capsys.readouterr().err
     assert "observation.images.front: libsvtav1 refuses 1x1 frames" in err and "at least 4x4" in err, err
     assert not (tmp_path / "ds").exists()
+
+
+# ------------------------------------------------------------------ messages in the user's words
+def test_an_error_while_writing_frames_names_only_its_own_topic(tmp_path, capsys):
+    def image(i):  # frame 10 changes size: found when a frame is assembled, after a joint message
+        return np.zeros((H // 2 if i == 10 else H, W, 3), np.uint8)
+
+    broken = write_bag(tmp_path / "broken", "mcap", session(0.5, image=image))
+    with pytest.raises(BagImportError) as e:
+        import_bags([broken], quick_contract(), tmp_path / "ds", progress=False)
+    text = str(e.value)
+    assert f"broken: topic {CAM}: image size changed to 64x24" in text
+    assert text.count("topic ") == 1, text  # was: "topic /leader/joint_states: topic /cameras/...: ..."
+
+
+def test_a_failed_import_of_several_bags_says_what_was_kept_and_what_was_not(tmp_path):
+    def image(i):
+        return np.zeros((H // 2 if i == 10 else H, W, 3), np.uint8)
+
+    good = write_bag(tmp_path / "good", "mcap", session(0.5))
+    broken = write_bag(tmp_path / "broken", "mcap", session(0.5, t0=T0 + 10**10, image=image))
+    after = write_bag(tmp_path / "after", "mcap", session(0.5, t0=T0 + 2 * 10**10))
+    with pytest.raises(BagImportError) as e:
+        import_bags([good, broken, after], quick_contract(), tmp_path / "ds", progress=False)
+    text = str(e.value)
+    assert f"kept in {tmp_path / 'ds'}:\n    {good}: episode 0\n" in text, text
+    assert f"not imported: {broken} {after}" in text and "--resume" in text
+    assert DatasetReader(tmp_path / "ds").num_episodes == 1
+
+
+def test_the_report_counts_late_and_backwards_samples_per_stream(tmp_path):
+    # a follower sample stamped 0.4 s back, logged mid-bag: its time is before frames already written
+    back = (T0 + 500 * MS, "/joint_states", bag_io.joint_state(T0 + 100 * MS, SO101, np.zeros(6)))
+    bag = write_bag(tmp_path / "bag", "mcap", session(1.0, extra=[back]))
+    summary = import_bags([bag], quick_contract(), tmp_path / "ds", progress=False)
+    assert summary.late_samples()["/joint_states"] == 1
+    assert summary.late_samples()["/leader/joint_states"] == 0
+    line = next(x for x in summary.report().splitlines() if x.strip().startswith("/joint_states:"))
+    assert "1 late or backwards" in line and "--latency-margin" in line, line
+
+
+def test_a_bag_without_metadata_yaml_suggests_ros2_bag_reindex(tmp_path):
+    bag = write_bag(tmp_path / "bag", "mcap", session(0.3))
+    (bag / "metadata.yaml").unlink()
+    with pytest.raises(BagImportError, match=r"no metadata.yaml beside bag.mcap .* `ros2 bag reindex .*bag`"):
+        import_bags([bag], quick_contract(), tmp_path / "ds", progress=False)
+    _assert_nothing_written(tmp_path / "ds")

@@ -202,3 +202,25 @@ def test_one_encoder_thread_uses_about_one_core_and_the_same_bitstream(tmp_path)
     encode(tmp_path / "all.mp4", None)
     assert cores < 1.3, f"one encoder thread used {cores:.2f} cores"
     assert (tmp_path / "one.mp4").read_bytes() == (tmp_path / "all.mp4").read_bytes()
+
+
+@pytest.mark.parametrize("crf", [30, 99])
+def test_trying_the_encoder_settings_names_the_refused_one_and_starts_no_realtime_thread(crf):
+    """check_encoder_settings opens SVT-AV1 (which starts its workers at once) on a thread without
+    CAP_SYS_NICE, as the encoder thread does: no SCHED_FIFO thread is left in the process."""
+    import os
+
+    from lerobot_recorder.dataset.video import EncoderSettingError, check_encoder_settings, codec_options
+
+    options = codec_options("libsvtav1", 2, crf, None)
+    if crf == 30:
+        check_encoder_settings("libsvtav1", "yuv420p", options, 30, 64, 48)
+    else:
+        with pytest.raises(EncoderSettingError, match=r"libsvtav1 refuses crf 99 .*it takes 0-63") as e:
+            check_encoder_settings("libsvtav1", "yuv420p", options, 30, 64, 48)
+        assert e.value.setting == "crf" and e.value.value == "99"
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            assert os.sched_getscheduler(int(tid)) == os.SCHED_OTHER, f"thread {tid} is real-time"
+        except ProcessLookupError:
+            pass

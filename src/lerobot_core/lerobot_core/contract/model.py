@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from lerobot_core import units
+from lerobot_core import units, yaml_io
 from lerobot_core.alignment import HOLD, StreamSpec
 from lerobot_core.time import stamp_to_ns
 
@@ -73,7 +73,7 @@ class Contract:
         where = os.fspath(path)
         try:
             with open(where, encoding="utf-8") as fh:
-                data = yaml.safe_load(fh)
+                data = yaml_io.load(fh)  # YAML 1.2 floats: max_staleness: 1e-9 is a number
         except OSError as exc:
             raise ContractError(f"{where}: cannot read the contract: {exc.strerror or exc}") from None
         except yaml.YAMLError as exc:

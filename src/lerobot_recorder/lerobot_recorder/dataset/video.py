@@ -226,26 +226,40 @@ _SETTING_HINTS = {
 def _open_error(
     vcodec: str, pix_fmt: str, options: dict[str, str], fps: int, width: int, height: int
 ) -> str | None:
-    """None if the encoder opens with these settings, else FFmpeg's reason (one line)."""
+    """None if the encoder opens with these settings, else FFmpeg's reason (one line).
+
+    Opened on a short-lived thread without CAP_SYS_NICE, as the encoder thread does (see
+    :func:`forbid_realtime_priority`): SVT-AV1 starts its workers when it opens, and would put them on
+    SCHED_FIFO 99 from a privileged thread. The context is freed before the thread ends."""
+    result: list[str | None] = []
+
+    def probe() -> None:
+        forbid_realtime_priority()
+        try:
+            ctx = av.CodecContext.create(vcodec, "w")
+            ctx.width, ctx.height, ctx.pix_fmt = int(width), int(height), pix_fmt
+            ctx.time_base = Fraction(1, int(fps))
+            ctx.framerate = Fraction(int(fps), 1)
+            ctx.options = dict(options)
+            ctx.open()
+            del ctx
+            result.append(None)
+        except Exception as exc:
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            result.append(text.split(": '")[0])  # FFmpeg's reason, without the option dict PyAV appends
+
     svt_log = os.environ.get("SVT_LOG")
     os.environ["SVT_LOG"] = "0"  # SVT-AV1 prints each refusal itself; the caller words the one that counts
     try:
-        ctx = av.CodecContext.create(vcodec, "w")
-        ctx.width, ctx.height, ctx.pix_fmt = int(width), int(height), pix_fmt
-        ctx.time_base = Fraction(1, int(fps))
-        ctx.framerate = Fraction(int(fps), 1)
-        ctx.options = dict(options)
-        ctx.open()
-        del ctx
-    except Exception as exc:
-        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return text.split(": '")[0]  # FFmpeg's reason, without the option dict PyAV appends
+        thread = threading.Thread(target=probe, name="encoder-probe", daemon=True)
+        thread.start()
+        thread.join()
     finally:
         if svt_log is None:
             del os.environ["SVT_LOG"]
         else:
             os.environ["SVT_LOG"] = svt_log
-    return None
+    return result[0] if result else "the probe thread failed"
 
 
 def check_encoder_settings(
