@@ -509,6 +509,33 @@ def import_bags(
 _DEFAULT_COLUMNS = ("timestamp", "frame_index", "episode_index", "index", "task_index")
 
 
+# What the dataset writer advises in its own (Python API) words, and what a user of this command does.
+_API_ADVICE = (
+    (
+        r"free space and call save_episode\(\) again, or discard_episode\(\)",
+        "free space, then import the bags not imported (listed below) again with --resume",
+    ),
+    (r"DatasetWriter\.resume\(\) completes it", "`lerobot-dataset-info {root} --repair` completes it"),
+    (r"use DatasetWriter\.resume\(\) to append", "pass --resume to append"),
+    (
+        r"discard_episode\(\), free space, record again",
+        "free space, then import the bags not imported again with --resume",
+    ),
+    (r"\(discard_episode\(\) to drop it\)", "(the episode was not saved)"),
+    (r"; (call )?discard_episode\(\)", "; the episode was not saved"),
+    (r"save_episode\(\): ", ""),
+)
+
+
+def in_cli_words(message: str, root: Path) -> str:
+    """A DatasetWriter message with its Python-API advice replaced by what the command's user does."""
+    import re
+
+    for pattern, words in _API_ADVICE:
+        message = re.sub(pattern, words.format(root=root), message)
+    return message
+
+
 def _kept_and_skipped(plans, summary: ImportSummary, output: Path) -> str:
     """What a failed import of several bags left: the episodes saved (and from which bags) and the bags
     not imported, so the user knows what to import again."""
@@ -599,7 +626,7 @@ def _import_one(plan, contract, writer, summary, bar, label, latency_margin_s, l
             close_episode(None)
         except DatasetError as exc:
             raise BagImportError(
-                f"{plan.path}: writing episode {writer.total_episodes} failed: {exc}"
+                f"{plan.path}: writing episode {writer.total_episodes} failed: {in_cli_words(str(exc), writer.root)}"
             ) from None
         except (ValueError, KeyError) as exc:
             text = str(exc).strip("'\"")

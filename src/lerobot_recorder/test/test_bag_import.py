@@ -491,3 +491,36 @@ def test_a_bag_without_metadata_yaml_suggests_ros2_bag_reindex(tmp_path):
     with pytest.raises(BagImportError, match=r"no metadata.yaml beside bag.mcap .* `ros2 bag reindex .*bag`"):
         import_bags([bag], quick_contract(), tmp_path / "ds", progress=False)
     _assert_nothing_written(tmp_path / "ds")
+
+
+def test_a_full_disk_mid_import_is_told_in_the_commands_words(tmp_path):
+    """A real full filesystem (a small tmpfs): the writer's advice ("call save_episode() again") is the
+    Python API's; the command says what its user does, and what was kept."""
+    import os
+    import subprocess
+
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if (
+        os.geteuid() != 0
+        or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)]).returncode
+    ):
+        pytest.skip("needs root and permission to mount a tmpfs (not available in this environment)")
+    try:
+        rng = np.random.default_rng(0)
+        noise = [rng.integers(0, 256, (H, W, 3), np.uint8) for _ in range(8)]
+        small = write_bag(tmp_path / "small_bag", "mcap", session(0.3))
+        big = write_bag(
+            tmp_path / "big_bag", "mcap", session(20.0, t0=T0 + 10**11, image=lambda i: noise[i % 8])
+        )
+        out = mnt / "ds"
+        with pytest.raises(BagImportError) as e:
+            import_bags([small, big], quick_contract(), out, progress=False, writer_options={"crf": 0})
+        text = str(e.value)
+        assert "disk full" in text or "No space left" in text, text
+        for api in ("save_episode()", "discard_episode()", "DatasetWriter"):
+            assert api not in text, text
+        assert f"kept in {out}:\n    {small}: episode 0" in text and f"not imported: {big}" in text, text
+        assert DatasetReader(out).num_episodes == 1
+    finally:
+        subprocess.run(["umount", str(mnt)])
