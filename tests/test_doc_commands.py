@@ -1,4 +1,4 @@
-"""Every command line in README.md and docs/*.md that runs one of this stack's CLIs (or scripts/*.py)
+"""Every command line in README.md and docs/*.md (code blocks, and inline code that is a whole command) that runs one of this stack's CLIs (or scripts/*.py)
 parses with that CLI as written, so the docs and the CLIs cannot drift apart: each is run through
 tests/dry_parse.py, which runs the command's real argparse parser on the documented arguments and stops
 before any work. LeRobot's own commands (lerobot-record, lerobot-train, ...) are tested verbatim, with
@@ -71,11 +71,27 @@ def command_lines(path: Path):
                 cmd.append(w)
 
 
+def inline_commands(path: Path):
+    """(line number, command words) of inline code spans in the prose that are whole command lines:
+    a command and at least three words after it, one a flag, no synopsis brackets; a placeholder
+    (``--episodes N``, ``--policy <checkpoint>``) stands for a value and is given one."""
+    text = path.read_text()
+    prose = re.sub(r"```.*?```", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+    for m in re.finditer(r"`((?:lerobot-[a-z0-9-]+|python3? scripts/\S+\.py) [^`]*--[^`]*)`", prose):
+        span = re.sub(r"<[a-z_ -]+>", "X", " ".join(m.group(1).split()))  # `--policy <checkpoint>`
+        if any(c in span for c in "<[|(") or "..." in span:
+            continue
+        words = ["1" if re.fullmatch(r"[A-Z][A-Z0-9_]*", w) else w for w in shlex.split(span)]
+        if len(words) < 4:
+            continue  # `lerobot-sim-eval --policy`, `lerobot-dataset-info DIR --check`: a flag named in prose
+        yield prose.count("\n", 0, m.start()) + 1, words
+
+
 def documented():
     ours = our_commands()
     found = []
     for doc in DOCS:
-        for n, cmd in command_lines(doc):
+        for n, cmd in [*command_lines(doc), *inline_commands(doc)]:
             where = f"{doc.relative_to(ROOT)}:{n}"
             if (
                 cmd[0] in ("python", "python3")
@@ -97,7 +113,7 @@ DOCUMENTED = documented()
 
 
 def test_the_docs_have_commands_to_check():
-    assert len(DOCUMENTED) > 30
+    assert len(DOCUMENTED) > 40
 
 
 @pytest.mark.parametrize("where,cmd", DOCUMENTED)
