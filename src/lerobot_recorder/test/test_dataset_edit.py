@@ -269,3 +269,27 @@ def test_kept_interventions_load_in_lerobot(tmp_path, lerobot_python, camera):
     )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "ok: 5 episode(s), 12 frames, 12 intervention frame(s)" in out.stdout
+
+
+@pytest.mark.parametrize("case", ["missing_mp4", "truncated_mp4", "missing_tasks"])
+def test_keep_frames_on_damaged_data_is_a_dataset_error_naming_the_file(tmp_path, case):
+    """Was an av.error.FileNotFoundError / InvalidDataError or an IndexError out of keep_frames."""
+    import glob
+    import shutil
+
+    src = demos(tmp_path / "demos", lengths=(30, 30))
+    mp4 = Path(glob.glob(str(src / "videos" / "*" / "*" / "*.mp4"))[0])
+    if case == "missing_mp4":
+        mp4.unlink()
+        want = "the video file is missing"
+    elif case == "truncated_mp4":
+        raw = mp4.read_bytes()
+        mp4.write_bytes(raw[: len(raw) // 2])
+        want = r"cannot decode the video|has no frame"
+    else:
+        (src / "meta" / "tasks.parquet").unlink()
+        want = r"task_index 0 is not in meta/tasks.parquet"
+    with pytest.raises(DatasetError, match=want):
+        keep_frames(src, tmp_path / "kept", lambda cols: np.ones(len(cols["index"]), bool))
+    assert not (tmp_path / "kept").exists()
+    shutil.rmtree(src)
