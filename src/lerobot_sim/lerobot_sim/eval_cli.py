@@ -131,8 +131,13 @@ def make_transport_factory(preset: EnvPreset, params: dict[str, Any], log=print)
 
 
 def default_output(env: str, policy: str, seed: int) -> str:
-    """Where the metrics go without --output: one file per env, policy and first seed."""
-    name = os.path.basename(os.path.normpath(policy)) or "policy"
+    """Where the metrics go without --output: one file per env, policy and first seed. A LeRobot
+    checkpoint (``<run>/checkpoints/<step>/pretrained_model``) is named ``<run>-<step>``."""
+    parts = os.path.normpath(policy).split(os.sep)
+    if len(parts) >= 4 and parts[-1] == "pretrained_model" and parts[-3] == "checkpoints":
+        name = f"{parts[-4]}-{parts[-2]}"
+    else:
+        name = "_".join(p for p in parts[-2:] if p not in ("", ".", "..")) or "policy"
     return os.path.join("outputs", "eval", f"{env.replace('/', '_')}-{name}-seed{seed}.json")
 
 

@@ -168,3 +168,17 @@ def test_make_policy_errors():
         make_policy("random")
     with pytest.raises(EvaluationError, match="n_episodes"):
         run_episodes(_local, ScriptedPolicy(), EvalSettings(0), log=lambda m: None)
+
+
+def test_eval_output_defaults_to_a_file_named_by_env_policy_and_seed():
+    """lerobot-sim-eval --output is optional (the docs' commands leave it out)."""
+    from lerobot_sim.eval_cli import build_parser, default_output
+
+    ckpt = "outputs/closed_loop/train/checkpoints/002000/pretrained_model"
+    assert default_output("so101_cube", ckpt, 1000) == "outputs/eval/so101_cube-train-002000-seed1000.json"
+    assert default_output("so101_cube", "scripted", 0) == "outputs/eval/so101_cube-scripted-seed0.json"
+    assert default_output("gym_pusht/PushT-v0", "lerobot/diffusion_pusht", 3) == (
+        "outputs/eval/gym_pusht_PushT-v0-lerobot_diffusion_pusht-seed3.json"
+    )
+    args = build_parser().parse_args(["--env", "so101_cube", "--policy", "scripted", "--episodes", "2"])
+    assert args.output is None and args.episodes == 2
