@@ -192,11 +192,15 @@ def test_each_distro_has_its_own_venv_build_and_install_folders(tmp_path):
     for distro, minor in DISTRO_PYTHON.items():
         py = pyenv_python(minor)
         if py is None:
-            pytest.fail(f"no Python {minor} here for --distro {distro} (pyenv's is expected on these machines)")
+            pytest.fail(
+                f"no Python {minor} here for --distro {distro} (pyenv's is expected on these machines)"
+            )
         out = run(ws, {"PYTHON": py}, args=["--distro", distro, "--plan"])
         assert out.returncode == 0, out.stderr
         suffix = SUFFIX[distro]
-        assert f"python {minor} ({py}), ROS from PyPI wheels ({distro}), venv {ws}/.venv{suffix}" in out.stdout
+        assert (
+            f"python {minor} ({py}), ROS from PyPI wheels ({distro}), venv {ws}/.venv{suffix}" in out.stdout
+        )
         assert f"distro {distro}, build {ws}/build{suffix}, install {ws}/install{suffix}" in out.stdout
         wheels = "requirements-ros-wheels-jazzy.txt" if distro == "jazzy" else "requirements-ros-wheels.txt"
         assert f"pip install -r {ws}/{wheels} -r {ws}/requirements.txt" in out.stdout
@@ -223,7 +227,11 @@ def test_a_sourced_system_ros_of_another_distro_is_refused_naming_both(tmp_path)
     ws = copy_workspace(tmp_path)
     fake = tmp_path / "opt_ros"
     (fake / "kilted").mkdir(parents=True)
-    env = {"LEROBOT_ROS_SYSTEM_ROOT": str(fake), "ROS_DISTRO": "kilted", "AMENT_PREFIX_PATH": str(fake / "kilted")}
+    env = {
+        "LEROBOT_ROS_SYSTEM_ROOT": str(fake),
+        "ROS_DISTRO": "kilted",
+        "AMENT_PREFIX_PATH": str(fake / "kilted"),
+    }
     out = run(ws, env, args=["--distro", "jazzy"])
     assert out.returncode == 1
     assert f"--distro jazzy was asked for, but the sourced ROS 2 is 'kilted' ({fake}/kilted)" in out.stderr
@@ -243,7 +251,9 @@ def test_a_venv_with_another_distros_rclpy_is_refused_naming_both(tmp_path):
     assert out.returncode == 1
     mine = {"kilted": "9.", "jazzy": "7."}[ACTIVE_DISTRO]
     theirs = {"kilted": "9.x", "jazzy": "7.x"}[other]
-    assert f"holds rclpy {mine}" in out.stderr and f"not ROS 2 {other}'s (rclpy {theirs})" in out.stderr, out.stderr
+    assert f"holds rclpy {mine}" in out.stderr and f"not ROS 2 {other}'s (rclpy {theirs})" in out.stderr, (
+        out.stderr
+    )
     assert (ACTIVE_VENV / ".lerobot_ros_pins").read_text() == stamp  # untouched
 
 
