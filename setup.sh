@@ -1,31 +1,42 @@
 #!/usr/bin/env bash
 # setup.sh - make this checkout a working lerobot_ros workspace.
 #
-# Creates ./.venv with a ROS 2 runtime + build toolchain (PyPI wheels, distro "kilted") or, when a
+# Creates a venv with a ROS 2 runtime + build toolchain (PyPI wheels of the chosen distro) or, when a
 # system ROS 2 is already sourced (/opt/ros/<distro>), a venv on top of it; installs the ML / sim
 # stack; rewrites the build-machine paths baked into the wheels' CMake files; colcon-builds the
-# workspace into ./install. Idempotent: a re-run with nothing changed only checks stamps.
+# workspace. Idempotent: a re-run with nothing changed only checks stamps.
+# Two environments can live side by side in one checkout, each with its own venv and build folders:
+#   kilted (default): Kilted wheels on Python 3.11  -> .venv,        build/, install/, log/
+#   jazzy:            Jazzy wheels on Python 3.12   -> .venv-jazzy,  build-jazzy/, install-jazzy/, log-jazzy/
 #
-#   ./setup.sh            # set up (or bring up to date)
+#   ./setup.sh [--distro kilted|jazzy]   # set up (or bring up to date); default $LEROBOT_ROS_DISTRO, else kilted
 #   ./setup.sh --force    # reinstall the pinned packages and rebuild from scratch
 #   ./setup.sh --plan     # say which ROS, venv, package list and build command it would use; change nothing
-#   source env.sh         # afterwards: a shell in the set-up environment
+#   source env.sh [--distro jazzy]   # afterwards: a shell in the set-up environment
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-VENV=${LEROBOT_ROS_VENV:-$ROOT/.venv}
 FORCE=0
 PLAN=0
-for a in "$@"; do
-  case "$a" in
+# shellcheck source=scripts/distro.sh
+. "$ROOT/scripts/distro.sh"
+DISTRO=$(lr_default_distro)
+DISTRO_GIVEN=0
+[ -n "${LEROBOT_ROS_DISTRO:-}" ] && DISTRO_GIVEN=1
+while [ $# -gt 0 ]; do
+  case "$1" in
     --force) FORCE=1 ;;
     --plan) PLAN=1 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
-    *) echo "setup.sh: unknown option '$a' (try --help)" >&2; exit 2 ;;
+    --distro) [ $# -ge 2 ] || { echo "setup.sh: --distro needs a value: kilted or jazzy" >&2; exit 2; }; DISTRO=$2; DISTRO_GIVEN=1; shift ;;
+    --distro=*) DISTRO=${1#--distro=}; DISTRO_GIVEN=1 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    *) echo "setup.sh: unknown option '$1' (try --help)" >&2; exit 2 ;;
   esac
+  shift
 done
 
 die() { echo "setup.sh: ERROR: $*" >&2; exit 1; }
+DISTRO_ASKED=$DISTRO
 now() { date +%s.%N; }
 T0=$(now)
 elapsed() { awk -v a="$(now)" -v b="$1" 'BEGIN{printf "%.1f", a-b}'; }
@@ -33,13 +44,12 @@ elapsed() { awk -v a="$(now)" -v b="$1" 'BEGIN{printf "%.1f", a-b}'; }
 # ---------------------------------------------------------------------------------------------
 # Pinned package sets: requirements.txt (ML / sim / dev) and requirements-ros-wheels.txt (ROS 2).
 REQ="$ROOT/requirements.txt"
-REQ_ROS="$ROOT/requirements-ros-wheels.txt"
 # On a system ROS: the same list with numpy < 2 and an opencv built for numpy 1.x (the distro's ABI).
 REQ_SYS="$ROOT/requirements-system-ros.txt"
 CV2_PIN=opencv-python-headless==4.14.0.94
 
 # ---------------------------------------------------------------------------------------------
-# Which ROS: a sourced system install wins over the wheels.
+# Which ROS: a sourced system install wins over the wheels; it must be the distro asked for.
 SYSTEM_ROS=""
 ROS_ROOT=${LEROBOT_ROS_SYSTEM_ROOT:-/opt/ros}
 if [ -n "${ROS_DISTRO:-}" ] && [ -d "$ROS_ROOT/${ROS_DISTRO}" ] \
@@ -48,21 +58,53 @@ if [ -n "${ROS_DISTRO:-}" ] && [ -d "$ROS_ROOT/${ROS_DISTRO}" ] \
     humble|jazzy|kilted|rolling) SYSTEM_ROS=$ROS_DISTRO ;;
     *) die "system ROS 2 '$ROS_DISTRO' ($ROS_ROOT/$ROS_DISTRO) is sourced but not supported (supported: humble, jazzy, kilted, rolling). Open a new shell without sourcing it to use the PyPI wheels instead." ;;
   esac
+  if [ "$DISTRO_GIVEN" = 1 ] && [ "$DISTRO_ASKED" != "$SYSTEM_ROS" ]; then
+    die "--distro $DISTRO_ASKED was asked for, but the sourced ROS 2 is '$SYSTEM_ROS' ($ROS_ROOT/$SYSTEM_ROS). Use --distro $SYSTEM_ROS, or open a new shell without sourcing it for the $DISTRO_ASKED wheels."
+  fi
+  DISTRO=$SYSTEM_ROS
+fi
+lr_distro_layout "$ROOT" "$DISTRO" || exit 2
+[ -n "$SYSTEM_ROS" ] || [ -n "$LR_WHEELS" ] \
+  || die "ROS 2 $DISTRO has no PyPI wheels: source /opt/ros/$DISTRO/setup.bash first, or use --distro kilted or --distro jazzy."
+VENV=${LEROBOT_ROS_VENV:-$LR_VENV}
+BUILD_BASE=$LR_BUILD INSTALL_BASE=$LR_INSTALL LOG_BASE=$LR_LOG
+if [ -n "${LEROBOT_ROS_ACTIVE_VENV:-}" ] && [ "$LEROBOT_ROS_ACTIVE_VENV" != "$VENV" ]; then
+  die "this shell has sourced env.sh for $LEROBOT_ROS_ACTIVE_VENV; set up $DISTRO ($VENV) from a new shell (the two environments' PYTHONPATHs would mix)."
 fi
 
 if [ -n "$SYSTEM_ROS" ]; then
   PY=${PYTHON:-/usr/bin/python3}
 else
-  PY=${PYTHON:-python3.11}
+  PY=${PYTHON:-$(lr_find_python "$LR_PYMINOR" || echo "python$LR_PYMINOR")}
 fi
-command -v "$PY" >/dev/null 2>&1 || die "'$PY' not found. The ROS 2 wheels are built for CPython 3.11: install python3.11 (or set PYTHON=/path/to/python3.11)."
+command -v "$PY" >/dev/null 2>&1 || die "'$PY' not found. The ROS 2 $DISTRO wheels are built for CPython $LR_PYMINOR: install python$LR_PYMINOR (or set PYTHON=/path/to/python$LR_PYMINOR)."
 PYVER=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null) \
-  || die "'$PY' does not run. Set PYTHON=/path/to/python3.11."
-if [ -z "$SYSTEM_ROS" ] && [ "$PYVER" != "3.11" ]; then
-  die "'$PY' is Python $PYVER; the PyPI ROS 2 wheels (kilted, cp311) need Python 3.11. Set PYTHON=/path/to/python3.11, or source a system ROS 2 (/opt/ros/<distro>/setup.bash) first."
+  || die "'$PY' does not run. Set PYTHON=/path/to/python$LR_PYMINOR."
+if [ -z "$SYSTEM_ROS" ] && [ "$PYVER" != "$LR_PYMINOR" ]; then
+  die "'$PY' is Python $PYVER, but --distro $DISTRO uses the PyPI ROS 2 $DISTRO wheels on Python $LR_PYMINOR. Set PYTHON=/path/to/python$LR_PYMINOR, pick the distro of that Python (kilted: 3.11, jazzy: 3.12), or source a system ROS 2 (/opt/ros/<distro>/setup.bash) first."
 fi
-if [ -n "$SYSTEM_ROS" ]; then ROS_FROM="system $ROS_ROOT/$SYSTEM_ROS"; else ROS_FROM="PyPI wheels (kilted)"; fi
+if [ -n "$SYSTEM_ROS" ]; then ROS_FROM="system $ROS_ROOT/$SYSTEM_ROS"; else ROS_FROM="PyPI wheels ($DISTRO)"; fi
 echo "setup.sh: python $PYVER ($PY), ROS from $ROS_FROM, venv $VENV"
+
+# An existing venv must hold this distro's rclpy (LEROBOT_ROS_VENV pointing at the other distro's venv).
+rclpy_of_venv() {  # prints "<version>" of the rclpy the venv imports, or nothing
+  [ -x "$VENV/bin/python" ] || return 0
+  "$VENV/bin/python" - <<'PYEOF' 2>/dev/null || true
+import importlib.metadata as m
+for name in ("ros-rclpy", "ros-jazzy-rclpy"):
+    try:
+        print(m.version(name)); break
+    except m.PackageNotFoundError:
+        pass
+PYEOF
+}
+check_rclpy() {
+  local v; v=$(rclpy_of_venv)
+  if [ -n "$v" ] && [ -n "$LR_RCLPY_MAJOR" ] && [ "${v%%.*}" != "$LR_RCLPY_MAJOR" ]; then
+    die "the venv $VENV holds rclpy $v, which is not ROS 2 $DISTRO's (rclpy $LR_RCLPY_MAJOR.x). Point LEROBOT_ROS_VENV at the $DISTRO venv (default $LR_VENV), or use the --distro that venv was made for."
+  fi
+}
+[ -n "$SYSTEM_ROS" ] || check_rclpy
 
 # ---------------------------------------------------------------------------------------------
 # 1. venv + packages, skipped when the pinned set and the venv are unchanged.
@@ -70,18 +112,20 @@ if [ -n "$SYSTEM_ROS" ]; then
   REQ_ARGS=(-r "$REQ_SYS")
   CV2_PIN=$(grep -oE '^opencv-python-headless==[^ ]+' "$REQ_SYS") || die "$REQ_SYS pins no opencv-python-headless"
 else
-  REQ_ARGS=(-r "$REQ_ROS" -r "$REQ")
+  REQ_ARGS=(-r "$LR_WHEELS" -r "$REQ")
 fi
 # colcon from the venv's python: ament_python writes that python into the node scripts' shebangs, so
 # the nodes find the venv's torch (a system /usr/bin/colcon would write /usr/bin/python3).
-BUILD_CMD=("$VENV/bin/python" -m colcon build --symlink-install --event-handlers console_direct- console_cohesion-)
+BUILD_CMD=("$VENV/bin/python" -m colcon --log-base "$LOG_BASE" build --build-base "$BUILD_BASE" --install-base "$INSTALL_BASE"
+  --symlink-install --event-handlers console_direct- console_cohesion-)
 if [ "$PLAN" = 1 ]; then
+  echo "setup.sh: plan: distro $DISTRO, build $BUILD_BASE, install $INSTALL_BASE"
   echo "setup.sh: plan: venv $VENV${SYSTEM_ROS:+ (--system-site-packages: rclpy and numpy of the distro)}"
   echo "setup.sh: plan: pip install ${REQ_ARGS[*]}, then $CV2_PIN"
   echo "setup.sh: plan: ${BUILD_CMD[*]}"
   exit 0
 fi
-PIN_HASH=$( { echo "$PYVER $SYSTEM_ROS"; cat "$REQ"; [ -n "$SYSTEM_ROS" ] || cat "$REQ_ROS"; [ -z "$SYSTEM_ROS" ] || cat "$REQ_SYS"; } | sha256sum | cut -c1-16)
+PIN_HASH=$( { echo "$PYVER $SYSTEM_ROS"; cat "$REQ"; [ -n "$SYSTEM_ROS" ] || cat "$LR_WHEELS"; [ -z "$SYSTEM_ROS" ] || cat "$REQ_SYS"; } | sha256sum | cut -c1-16)
 STAMP="$VENV/.lerobot_ros_pins"
 if [ "$FORCE" = 1 ] || [ ! -x "$VENV/bin/python" ] || [ "$(cat "$STAMP" 2>/dev/null)" != "$PIN_HASH" ]; then
   T=$(now)
@@ -110,25 +154,26 @@ if [ "$FORCE" = 1 ] || [ ! -x "$VENV/bin/python" ] || [ "$(cat "$STAMP" 2>/dev/n
   if [ -z "$SYSTEM_ROS" ]; then
     # The wheels' exported CMake files carry the wheel build machine's Python paths.
     "$VENV/bin/python" - <<'PYEOF' || die "CMake path rewrite failed (see above)"
-import pathlib, sys, sysconfig
-old = "/opt/python/cp311-cp311"
+import pathlib, re, sys, sysconfig
+# e.g. /opt/python/cp312-cp312/include/python3.12 and /opt/python/cp312-cp312/lib/python3.12/site-packages
+build_root = re.compile(r"/opt/python/cp3\d+-cp3\d+(/include/python3\.\d+|/lib/python3\.\d+/site-packages)")
 paths = sysconfig.get_paths()
-repl = [(old + "/include/python3.11", paths["include"]), (old + "/lib/python3.11/site-packages", paths["purelib"])]
+real = {"include": paths["include"], "lib": paths["purelib"]}
 changed = 0
 files = list((pathlib.Path(sys.prefix) / "share").glob("*/cmake/*.cmake"))
 for f in files:
     text = f.read_text()
-    if old in text:
-        for a, b in repl:
-            text = text.replace(a, b)
-        f.write_text(text)
+    new = build_root.sub(lambda m: real["include" if m.group(1).startswith("/include") else "lib"], text)
+    if new != text:
+        f.write_text(new)
         changed += 1
-left = [str(f) for f in files if old in f.read_text()]
-print(f"setup.sh: cmake path rewrite: {changed} file(s) changed" + (f", still referencing {old}: {left}" if left else ""))
+left = [str(f) for f in files if "/opt/python/cp3" in f.read_text()]
+print(f"setup.sh: cmake path rewrite: {changed} file(s) changed" + (f", still referencing /opt/python: {left}" if left else ""))
 sys.exit(1 if left else 0)
 PYEOF
   fi
   "$VENV/bin/python" -m pip check >/dev/null 2>&1 || { "$VENV/bin/python" -m pip check >&2 || true; die "the venv has broken requirements (above)"; }
+  [ -n "$SYSTEM_ROS" ] || check_rclpy
   echo "$PIN_HASH" >"$STAMP"
 else
   echo "setup.sh: packages up to date (stamp $PIN_HASH)"
@@ -140,22 +185,22 @@ fi
 exec 9>"$VENV/.colcon-build.lock"
 flock 9
 # shellcheck disable=SC1091
-set +u; source "$ROOT/env.sh" --no-workspace; set -u
+set +u; LEROBOT_ROS_VENV="$VENV" LEROBOT_ROS_DISTRO="$DISTRO" source "$ROOT/env.sh" --no-workspace; set -u
 BUILD_INPUTS=$(cd "$ROOT" && { ls package.xml CMakeLists.txt colcon.meta colcon_defaults.yaml 2>/dev/null;
   find src -type f \( -name package.xml -o -name setup.py -o -name setup.cfg -o -name CMakeLists.txt \
     -o -path '*/msg/*' -o -path '*/srv/*' -o -path '*/action/*' -o -path '*/resource/*' \
     -o -path '*/launch/*' -o -path '*/config/*' -o -path '*/profiles/*' -o -path '*/urdf/*' -o -path '*/rviz/*' \
     -o -path '*/mjcf/*' \) -not -path '*/__pycache__/*' | LC_ALL=C sort; })
 BUILD_HASH=$( { echo "$PIN_HASH"; cd "$ROOT" && echo "$BUILD_INPUTS" | xargs sha256sum; } | sha256sum | cut -c1-16)
-BSTAMP="$ROOT/install/.lerobot_ros_build"
-if [ "$FORCE" = 1 ] || [ ! -f "$ROOT/install/setup.bash" ] || [ "$(cat "$BSTAMP" 2>/dev/null)" != "$BUILD_HASH" ]; then
+BSTAMP="$INSTALL_BASE/.lerobot_ros_build"
+if [ "$FORCE" = 1 ] || [ ! -f "$INSTALL_BASE/setup.bash" ] || [ "$(cat "$BSTAMP" 2>/dev/null)" != "$BUILD_HASH" ]; then
   T=$(now)
-  [ "$FORCE" = 1 ] && rm -rf "$ROOT/build" "$ROOT/install" "$ROOT/log"
+  [ "$FORCE" = 1 ] && rm -rf "$BUILD_BASE" "$INSTALL_BASE" "$LOG_BASE"
   echo "setup.sh: colcon build ..."
-  BLOG="$ROOT/log/setup-colcon-build.log"; mkdir -p "$ROOT/log"
+  BLOG="$LOG_BASE/setup-colcon-build.log"; mkdir -p "$LOG_BASE"
   if ! (cd "$ROOT" && "${BUILD_CMD[@]}" >"$BLOG" 2>&1); then
     echo "----- last lines of $BLOG -----" >&2; tail -40 "$BLOG" >&2
-    die "colcon build failed (full log: $BLOG; per package: $ROOT/log/latest_build/<package>/). Fix the error and re-run ./setup.sh."
+    die "colcon build failed (full log: $BLOG; per package: $LOG_BASE/latest_build/<package>/). Fix the error and re-run ./setup.sh."
   fi
   echo "$BUILD_HASH" >"$BSTAMP"
   echo "setup.sh: colcon build of $(cd "$ROOT" && colcon list 2>/dev/null | wc -l) packages in $(elapsed "$T") s"
@@ -163,9 +208,10 @@ else
   echo "setup.sh: workspace build up to date (stamp $BUILD_HASH)"
 fi
 # The stack's user-facing commands (lerobot-*) on PATH by name: env.sh puts install/bin first.
-mkdir -p "$ROOT/install/bin"
-find "$ROOT/install/bin" -maxdepth 1 -type l -delete
-for exe in "$ROOT"/install/*/lib/*/lerobot-*; do
-  [ -x "$exe" ] && ln -sf "$exe" "$ROOT/install/bin/$(basename "$exe")"
+mkdir -p "$INSTALL_BASE/bin"
+find "$INSTALL_BASE/bin" -maxdepth 1 -type l -delete
+for exe in "$INSTALL_BASE"/*/lib/*/lerobot-*; do
+  [ -x "$exe" ] && ln -sf "$exe" "$INSTALL_BASE/bin/$(basename "$exe")"
 done
-echo "setup.sh: done in $(elapsed "$T0") s. Next: source env.sh"
+if [ "$DISTRO" = kilted ]; then NEXT="source env.sh"; else NEXT="source env.sh --distro $DISTRO"; fi
+echo "setup.sh: $DISTRO done in $(elapsed "$T0") s. Next: $NEXT"

@@ -81,7 +81,8 @@ CONTRACT = {
 
 
 def find_recorder() -> str:
-    exe = ROOT / "install" / "lerobot_recorder" / "lib" / "lerobot_recorder" / "recorder"
+    install = Path(os.environ.get("LEROBOT_ROS_INSTALL", ROOT / "install"))  # env.sh: this distro's
+    exe = install / "lerobot_recorder" / "lib" / "lerobot_recorder" / "recorder"
     if not exe.exists():
         sys.exit(f"{exe} not found: run ./setup.sh first")
     return str(exe)

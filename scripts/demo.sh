@@ -3,14 +3,23 @@
 # the simulated SO-101 (MuJoCo, cube on a table, two cameras) driven by the scripted expert,
 # recorded over ROS 2 by the recorder node into a LeRobotDataset v3, then checked and described.
 #
-#   scripts/demo.sh [name:=value ...]     profile arguments of record_sim_so101, e.g. num_episodes:=5
+#   scripts/demo.sh [--distro kilted|jazzy] [name:=value ...]   profile arguments of record_sim_so101, e.g. num_episodes:=5
 # The dataset goes to outputs/sim_so101 (a second run appends episodes: resume).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
-./setup.sh
+# --distro kilted|jazzy first: which environment to set up and use (default: a sourced system ROS 2's
+# distro, else kilted; setup.sh --help)
+# shellcheck source=distro.sh
+. "$ROOT/scripts/distro.sh"
+DISTRO=$(lr_default_distro)
+case "${1:-}" in
+  --distro) DISTRO=${2:?--distro needs a value: kilted or jazzy}; shift 2 ;;
+  --distro=*) DISTRO=${1#--distro=}; shift ;;
+esac
+./setup.sh --distro "$DISTRO"
 # shellcheck disable=SC1091
-set +u; source env.sh; set -u
+set +u; source env.sh --distro "$DISTRO"; set -u
 DATASET=${DATASET:-$ROOT/outputs/sim_so101}
 RESUME=false
 [ -f "$DATASET/meta/info.json" ] && RESUME=true

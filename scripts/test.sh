@@ -1,12 +1,21 @@
 #!/usr/bin/env bash
 # scripts/test.sh - set up from scratch if needed, then lint and run the whole test suite.
-# Used by CI (.ci/run). Extra arguments go to pytest (e.g. scripts/test.sh -k recorder -x).
+# Used by CI (.ci/run). scripts/test.sh [--distro kilted|jazzy] [pytest args...], e.g. scripts/test.sh -k recorder -x.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
-./setup.sh
+# --distro kilted|jazzy first: which environment to set up and use (default: a sourced system ROS 2's
+# distro, else kilted; setup.sh --help)
+# shellcheck source=distro.sh
+. "$ROOT/scripts/distro.sh"
+DISTRO=$(lr_default_distro)
+case "${1:-}" in
+  --distro) DISTRO=${2:?--distro needs a value: kilted or jazzy}; shift 2 ;;
+  --distro=*) DISTRO=${1#--distro=}; shift ;;
+esac
+./setup.sh --distro "$DISTRO"
 # shellcheck disable=SC1091
-set +u; source env.sh; set -u
+set +u; source env.sh --distro "$DISTRO"; set -u
 # tests get their own ROS_DOMAIN_ID per pytest process (lerobot_core.ros.testing); never leave loopback
 export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
 echo "== ruff"

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SETUP = ROOT / "install" / "setup.bash"
+# this run's workspace: install/ (kilted) or install-<distro>/ (env.sh exports which)
+INSTALL = Path(os.environ.get("LEROBOT_ROS_INSTALL", ROOT / "install"))
+SETUP = INSTALL / "setup.bash"
 
 
 def console_scripts() -> dict[str, str]:
@@ -33,16 +35,16 @@ def test_every_user_command_has_a_bin_wrapper_and_no_wrapper_is_orphaned():
 @pytest.mark.skipif(not SETUP.exists(), reason="workspace not built (run ./setup.sh)")
 def test_commands_found_by_name_after_sourcing_only_install_setup_bash():
     names = sorted(console_scripts())
-    script = "source install/setup.bash >/dev/null; " + "; ".join(f"command -v {n}" for n in names)
+    script = f"source {SETUP} >/dev/null; " + "; ".join(f"command -v {n}" for n in names)
     # a clean environment: no env.sh, no venv on PATH, only what the workspace's setup adds
     env = {"HOME": os.environ.get("HOME", "/root"), "PATH": "/usr/bin:/bin"}
     out = subprocess.run(["bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True)
     found = out.stdout.split()
     assert [Path(p).name for p in found] == names, out.stderr
-    assert all("/install/" in p and "/bin/" in p for p in found)
+    assert all(p.startswith(f"{INSTALL}/") and "/bin/" in p for p in found)
     # and a wrapper runs its command
     run = subprocess.run(
-        ["bash", "-c", "source install/setup.bash >/dev/null; lerobot-dataset-info --help"],
+        ["bash", "-c", f"source {SETUP} >/dev/null; lerobot-dataset-info --help"],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -1,0 +1,51 @@
+# scripts/distro.sh - sourced (not run) by setup.sh, env.sh and the scripts: where each ROS 2 distro's
+# environment lives in this checkout, and which Python it runs on. Two environments can exist side by
+# side; each has its own venv and its own colcon build / install / log folders.
+#
+#   distro   ROS from                                   Python   venv          build / install / log
+#   kilted   PyPI wheels (requirements-ros-wheels.txt)   3.11     .venv         build/ install/ log/
+#   jazzy    PyPI wheels (requirements-ros-wheels-jazzy.txt) 3.12 .venv-jazzy  build-jazzy/ install-jazzy/ log-jazzy/
+#   humble, rolling: a sourced /opt/ros/<distro> only (no wheels): .venv-<distro>, build-<distro>/, ...
+
+# lr_distro_layout ROOT DISTRO: sets LR_DISTRO LR_VENV LR_BUILD LR_INSTALL LR_LOG LR_WHEELS LR_PYMINOR
+# LR_RCLPY_MAJOR (the major version of that distro's rclpy); prints an error and returns 2 for an unknown one.
+lr_distro_layout() {
+  local root=$1 distro=$2 suffix
+  case "$distro" in
+    kilted) suffix="" LR_WHEELS="$root/requirements-ros-wheels.txt" LR_PYMINOR=3.11 LR_RCLPY_MAJOR=9 ;;
+    jazzy) suffix="-jazzy" LR_WHEELS="$root/requirements-ros-wheels-jazzy.txt" LR_PYMINOR=3.12 LR_RCLPY_MAJOR=7 ;;
+    humble) suffix="-humble" LR_WHEELS="" LR_PYMINOR=3.10 LR_RCLPY_MAJOR=3 ;;
+    rolling) suffix="-rolling" LR_WHEELS="" LR_PYMINOR=3.12 LR_RCLPY_MAJOR="" ;;
+    *) echo "unknown ROS 2 distro '$distro' (choose kilted or jazzy; humble and rolling from a sourced /opt/ros)" >&2
+       return 2 ;;
+  esac
+  LR_DISTRO=$distro
+  LR_VENV="$root/.venv$suffix"
+  LR_BUILD="$root/build$suffix"
+  LR_INSTALL="$root/install$suffix"
+  LR_LOG="$root/log$suffix"
+}
+
+# lr_find_python MINOR: prints a working python MINOR interpreter: pythonMINOR on PATH if it runs (a pyenv
+# shim for a version pyenv does not select does not), else pyenv's own copy; returns 1 if there is none.
+lr_find_python() {
+  local minor=$1 cand
+  for cand in "$(command -v "python$minor" 2>/dev/null)" \
+              "$(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$minor".*/bin/python"$minor" 2>/dev/null | sort -V | tail -n 1)"; do
+    if [ -n "$cand" ] && "$cand" -c "" >/dev/null 2>&1; then echo "$cand"; return 0; fi
+  done
+  return 1
+}
+
+# lr_default_distro: the distro used when none is given: $LEROBOT_ROS_DISTRO, else a sourced system ROS 2
+# (ROS_DISTRO with its /opt/ros/<distro> on AMENT_PREFIX_PATH), else kilted.
+lr_default_distro() {
+  local sys_root=${LEROBOT_ROS_SYSTEM_ROOT:-/opt/ros}
+  if [ -n "${LEROBOT_ROS_DISTRO:-}" ]; then
+    echo "$LEROBOT_ROS_DISTRO"
+  elif [ -n "${ROS_DISTRO:-}" ] && case ":${AMENT_PREFIX_PATH:-}:" in *":$sys_root/$ROS_DISTRO:"*) true ;; *) false ;; esac; then
+    echo "$ROS_DISTRO"
+  else
+    echo kilted
+  fi
+}
