@@ -33,6 +33,9 @@ def _nodes_for(context, profile_name: str):
     declared = load_profile(profile_name)
     overrides = parse_overrides([f"{k}:={context.launch_configurations[k]}" for k in declared.arguments])
     profile = load_profile(profile_name, overrides)
+    from lerobot_bringup.runner import check_arguments
+
+    check_arguments(profile)  # a required argument left out, a checkpoint that is not there
     actions = []
     for spec in profile.nodes:
         if spec.skip_reason(package_installed):

@@ -9,6 +9,7 @@ Schema::
     description: one line
     arguments:                      # overridable as name:=value
       rate_hz: {default: 50.0, description: publish rate in Hz}
+      policy_path: {required: true, type: checkpoint, description: ...}
     nodes:
       - name: joint_source          # unique ROS node name
         package: lerobot_drivers
@@ -22,6 +23,16 @@ Schema::
         if_installed: false         # optional; start only where the node's package is installed
         unless_installed: ""        # optional; a package: skip this node where that package is installed
                                     #   (e.g. our TF node where robot_state_publisher exists)
+        if: true                    # optional; start the node only when this is true (e.g. "${use_x}")
+        unless: false               # optional; do not start the node when this is true
+
+An argument's type is its default's (bool, int, float, str, list): ``rate_hz:=fast`` is refused
+before anything starts, naming the argument. ``type`` names it where the default cannot:
+``path`` (a file or folder; ``--show`` prints where it really is), ``checkpoint`` (a policy
+checkpoint folder or Hub id, checked by the launcher before start), ``seed`` (a whole number, or
+``auto``: the seed after the last one the dataset named by the argument ``dataset`` holds, 0 for a
+new one). ``required: true`` (no default needed) refuses to start without a value when a node
+that is started uses the argument.
 
 ``${name}`` alone keeps the argument's value and type; inside a longer string it is substituted as
 text. ``${share:pkg}`` is the share directory of package ``pkg``; ``${read:pkg/path}`` the text of
@@ -52,10 +63,14 @@ _NODE_KEYS = {
     "stop_last",
     "if_installed",
     "unless_installed",
+    "if",
+    "unless",
 }
 _TOP_KEYS = {"description", "arguments", "nodes"}
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 PARAM_TYPES = (bool, int, float, str)
+_ARG_KEYS = {"default", "description", "required", "type", "dataset"}
+ARG_TYPES = ("bool", "int", "float", "str", "list", "path", "checkpoint", "seed")
 
 
 class ProfileError(ValueError):
@@ -67,6 +82,14 @@ class Argument:
     name: str
     default: Any
     description: str = ""
+    required: bool = False
+    type: str = "str"  # one of ARG_TYPES; from the default unless the profile names it
+    dataset: str = ""  # type seed: the argument naming the dataset whose seeds `auto` continues
+
+    def help_line(self) -> str:
+        """`--help`: what to give and what is taken without it."""
+        default = "required" if self.required else f"default {format_value(self.default)}"
+        return f"{self.type}, {default}" + (f": {self.description}" if self.description else "")
 
 
 @dataclass(frozen=True)
@@ -82,9 +105,13 @@ class NodeSpec:
     stop_last: bool = False
     if_installed: bool = False
     unless_installed: str = ""
+    disabled: str = ""  # why an `if` / `unless` condition keeps the node off; '' = on
+    uses: tuple[str, ...] = ()  # the profile arguments its fields substitute
 
     def skip_reason(self, installed: Callable[[str], bool]) -> str:
         """Why the node is not started where `installed(package)` says what exists; '' to start it."""
+        if self.disabled:
+            return self.disabled
         if self.if_installed and not installed(self.package):
             return f"package '{self.package}' is not installed"
         if self.unless_installed and installed(self.unless_installed):
@@ -116,6 +143,17 @@ class Profile:
     arguments: dict[str, Argument]
     nodes: tuple[NodeSpec, ...]
     values: dict[str, Any]
+    given: frozenset[str] = frozenset()  # the arguments set on the command line
+    notes: dict[str, str] = field(default_factory=dict)  # how an argument's value was worked out
+
+    def missing_required(self) -> list[Argument]:
+        """Required arguments without a value that a node to be started uses."""
+        used = {a for n in self.nodes if not n.disabled for a in n.uses}
+        return [
+            a
+            for a in self.arguments.values()
+            if a.required and a.name in used and self.values[a.name] in ("", None)
+        ]
 
     def node(self, name: str) -> NodeSpec:
         for n in self.nodes:
@@ -224,16 +262,24 @@ def load_profile(
 
     arguments: dict[str, Argument] = {}
     for aname, spec in (raw.get("arguments") or {}).items():
-        key = f"{where}: arguments.{aname}"
-        if not isinstance(spec, dict) or "default" not in spec:
-            raise ProfileError(f"{key}: must be a mapping with 'default' (and 'description')")
-        arguments[aname] = Argument(aname, spec["default"], str(spec.get("description", "")))
+        arguments[aname] = _argument(aname, spec, f"{where}: arguments.{aname}")
+    for a in arguments.values():
+        if a.type == "seed" and a.dataset not in arguments:
+            raise ProfileError(
+                f"{where}: arguments.{a.name}.dataset: must name the argument of the dataset folder "
+                f"(declared: {sorted(arguments)})"
+            )
 
     values = {a.name: a.default for a in arguments.values()}
     for k, v in (overrides or {}).items():
         if k not in arguments:
             raise ProfileError(f"{where}: unknown argument '{k}' (declared: {sorted(arguments) or 'none'})")
-        values[k] = _coerce_like(arguments[k].default, v)
+        values[k] = _typed(arguments[k], v)
+    notes: dict[str, str] = {}
+    for a in arguments.values():
+        if a.type == "seed" and values[a.name] == "auto":
+            values[a.name], notes[a.name] = seed_after(values[a.dataset])
+    uses: set[str] = set()
 
     def subst(value: Any, key: str) -> Any:
         if isinstance(value, str):
@@ -263,6 +309,7 @@ def load_profile(
             raise ProfileError(
                 f"{where}: {key}: unknown argument '${{{token}}}' (declared: {sorted(values)})"
             )
+        uses.add(token)
         return values[token]
 
     nodes_raw = raw.get("nodes")
@@ -290,6 +337,16 @@ def load_profile(
         if name in seen:
             raise ProfileError(f"{where}: {key}.name: duplicate node name '{name}'")
         seen.add(name)
+        uses.clear()
+        disabled = ""
+        for cond, when in (("if", False), ("unless", True)):
+            if cond in n:
+                on = subst(n[cond], f"{key}.{cond}")
+                if not isinstance(on, bool):
+                    raise ProfileError(f"{where}: {key}.{cond}: must be true or false, got {on!r}")
+                if on is when:
+                    disabled = disabled or f"{cond}: {n[cond]} is {str(on).lower()}"
+        uses.clear()  # the condition's arguments are not what the node needs to run
         params = subst(n.get("parameters") or {}, f"{key}.parameters")
         if not isinstance(params, dict):
             raise ProfileError(f"{where}: {key}.parameters: must be a mapping")
@@ -312,18 +369,92 @@ def load_profile(
                 stop_last=bool(n.get("stop_last", False)),
                 if_installed=bool(n.get("if_installed", False)),
                 unless_installed=str(n.get("unless_installed") or ""),
+                disabled=disabled,
+                uses=tuple(sorted(uses)),
             )
         )
-    return Profile(path.stem, path, str(raw.get("description", "")), arguments, tuple(nodes), values)
+    return Profile(
+        path.stem,
+        path,
+        str(raw.get("description", "")),
+        arguments,
+        tuple(nodes),
+        values,
+        frozenset(overrides or ()),
+        notes,
+    )
 
 
-def _coerce_like(default: Any, value: Any) -> Any:
-    """Command-line values take the type of the declared default (rate_hz:=20 stays a float)."""
-    if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(default, str) and not isinstance(value, str):
-        return str(value).lower() if isinstance(value, bool) else str(value)
-    return value
+def _argument(name: str, spec: Any, key: str) -> Argument:
+    if not isinstance(spec, dict) or ("default" not in spec and not spec.get("required")):
+        raise ProfileError(f"{key}: must be a mapping with 'default' or 'required: true' (and 'description')")
+    unknown = set(spec) - _ARG_KEYS
+    if unknown:
+        raise ProfileError(f"{key}: unknown key(s) {sorted(unknown)} (allowed: {sorted(_ARG_KEYS)})")
+    default = spec.get("default", "")
+    kind = spec.get("type") or _type_of(default)
+    if kind not in ARG_TYPES:
+        raise ProfileError(f"{key}.type: {kind!r} is not one of {', '.join(ARG_TYPES)}")
+    return Argument(
+        name,
+        default,
+        str(spec.get("description", "")),
+        required=bool(spec.get("required", False)),
+        type=kind,
+        dataset=str(spec.get("dataset", "")),
+    )
+
+
+def format_value(value: Any) -> str:
+    """A value as it is typed on the command line (true, 0.5, [front, wrist], "" for empty)."""
+    if isinstance(value, str):
+        return value if value else '""'
+    return yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()
+
+
+def _type_of(default: Any) -> str:
+    for kind, cls in (("bool", bool), ("int", int), ("float", float), ("list", list)):
+        if isinstance(default, cls):
+            return kind
+    return "str"
+
+
+_EXPECTED = {
+    "bool": "true or false",
+    "int": "a whole number",
+    "float": "a number",
+    "list": "a list, e.g. [a, b]",
+    "seed": "a whole number or auto",
+}
+
+
+def _typed(arg: Argument, value: Any) -> Any:
+    """A command-line value in the argument's type (rate_hz:=20 stays a float), or ProfileError
+    naming the argument: a wrong type is refused before anything starts, not by a node that dies."""
+    kind = arg.type
+    ok = value
+    if kind == "bool":
+        ok = value if isinstance(value, bool) else None
+    elif kind == "int":
+        ok = value if isinstance(value, int) and not isinstance(value, bool) else None
+    elif kind == "float":
+        ok = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    elif kind == "list":
+        ok = value if isinstance(value, list) else None
+    elif kind == "seed":
+        ok = value if value == "auto" or (isinstance(value, int) and not isinstance(value, bool)) else None
+    elif not isinstance(value, str):  # str, path, checkpoint: the text as typed
+        ok = str(value).lower() if isinstance(value, bool) else str(value)
+    if ok is None:
+        raise ProfileError(f"argument {arg.name}:={format_value(value)}: expected {_EXPECTED[kind]}")
+    return ok
+
+
+def seed_after(dataset_root: Any) -> tuple[int, str]:
+    """`seed:=auto`: the first seed a recording into `dataset_root` has not used, and how it was found."""
+    from lerobot_recorder.sim_seeds import next_seed
+
+    return next_seed(Path(str(dataset_root)).expanduser().absolute())
 
 
 def _check_param(value: Any, key: str) -> None:

@@ -112,6 +112,57 @@ def check_parameters(profile: Profile) -> None:
             raise ProfileError(f"{profile.path}: {e}") from None
 
 
+def check_checkpoint(value: str) -> None:
+    """A policy checkpoint folder (or a Hub id in the cache) that the policy node can read."""
+    from lerobot_policy_node.runtime.errors import PolicyLoadError
+    from lerobot_policy_node.runtime.policy import read_policy_config
+
+    try:
+        read_policy_config(value)
+    except PolicyLoadError as exc:
+        raise ValueError(str(exc)) from None
+
+
+CHECKERS = {"checkpoint": check_checkpoint}
+
+
+def check_arguments(profile: Profile, checkers=None) -> None:
+    """Refuse, before anything starts, a required argument left out and a value that cannot work
+    (a checkpoint folder that does not exist): the message names the argument as the user types it."""
+    checkers = CHECKERS if checkers is None else checkers
+    missing = profile.missing_required()
+    if missing:
+        lines = [f"  {a.name}:=...   {a.description}" for a in missing]
+        raise ProfileError(
+            f"profile '{profile.name}' needs {', '.join(a.name for a in missing)}:\n" + "\n".join(lines)
+        )
+    used = {a for n in profile.nodes if not n.disabled for a in n.uses}
+    for a in profile.arguments.values():
+        value = profile.values[a.name]
+        check = checkers.get(a.type)
+        if check is None or a.name not in used or value in ("", None):
+            continue
+        try:
+            check(str(value))
+        except ValueError as exc:
+            raise ProfileError(f"argument {a.name}:={value}: {exc}") from None
+
+
+def print_help(profile: Profile) -> None:
+    """`lerobot-launch PROFILE --help`: the profile's arguments, their types, defaults and meaning."""
+    print(f"usage: lerobot-launch {profile.name} [name:=value ...] [--show]\n")
+    print(f"{profile.description}\n" if profile.description else "", end="")
+    print(f"profile file: {profile.path}")
+    if not profile.arguments:
+        print("arguments: none")
+        return
+    print("arguments (name:=value):")
+    for a in profile.arguments.values():
+        print(f"  {a.name}")
+        print(f"      {a.help_line()}")
+    print("\n--show prints the resolved nodes and command lines without starting anything.")
+
+
 def params_dir(profile: Profile) -> Path:
     """Where `--show` keeps the params files its command lines name (they outlive the call)."""
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
@@ -126,8 +177,16 @@ def show(profile: Profile) -> None:
         width = max(len(n) for n in profile.arguments)
         for name, arg in profile.arguments.items():
             value = profile.values.get(name, arg.default)
-            mark = "" if value == arg.default else "   (set on the command line)"
+            mark = "   (set on the command line)" if name in profile.given else ""
+            if arg in profile.missing_required():
+                mark = f"   (required: give {name}:=...)"
             print(f"  {name.ljust(width)} := {value!r}{mark}")
+            if name in profile.notes:
+                print(f"  {''.ljust(width)}    {profile.notes[name]}")
+            if arg.type == "path" and value:
+                where = Path(str(value)).expanduser().absolute()
+                state = "exists" if where.exists() else "does not exist yet"
+                print(f"  {''.ljust(width)}    folder used: {where} ({state})")
     workdir = params_dir(profile)
     workdir.mkdir(parents=True, exist_ok=True)
     print(f"nodes (params files kept in {workdir}):")
@@ -146,12 +205,26 @@ def _short(value) -> str:
     return repr(value)
 
 
-def _pump(name: str, stream, width: int) -> None:
+def _pump(name: str, stream, width: int, errors: dict[str, str]) -> None:
     prefix = f"[{name}]".ljust(width + 2)
     for raw in iter(stream.readline, b""):
-        sys.stdout.write(prefix + raw.decode(errors="replace"))
+        line = raw.decode(errors="replace")
+        reason = _error_text(line)
+        if reason:
+            errors[name] = reason
+        sys.stdout.write(prefix + line)
         sys.stdout.flush()
     stream.close()
+
+
+def _error_text(line: str) -> str:
+    """The reason in a node's error line (rclpy's ``[ERROR] [t] [node]: text`` or ``error: text``)."""
+    line = line.strip()
+    if "[ERROR]" in line or "[FATAL]" in line:
+        return line.split("]: ", 1)[-1]
+    if line.startswith("error: "):
+        return line[len("error: ") :]
+    return ""
 
 
 class GraphRunner:
@@ -160,6 +233,8 @@ class GraphRunner:
         self.shutdown_timeout = shutdown_timeout
         self.running: list[Running] = []
         self._stop_requested = threading.Event()
+        self.errors: dict[str, str] = {}  # node -> its last error line
+        self._failure = ""  # the reason the graph stopped, said last
 
     def request_stop(self, *_args) -> None:
         self._stop_requested.set()
@@ -184,7 +259,9 @@ class GraphRunner:
                     start_new_session=True,
                     preexec_fn=die_with_parent,
                 )
-                reader = threading.Thread(target=_pump, args=(spec.name, proc.stdout, width), daemon=True)
+                reader = threading.Thread(
+                    target=_pump, args=(spec.name, proc.stdout, width, self.errors), daemon=True
+                )
                 reader.start()
                 self.running.append(Running(spec, proc, reader))
                 self._log(f"started {spec.name} (pid {proc.pid}): {' '.join(cmd)}")
@@ -207,6 +284,9 @@ class GraphRunner:
                     if code not in CLEAN_EXIT:
                         status = 1
                         self._log(f"required node '{r.spec.name}' is gone: stopping the graph")
+                        r.reader.join(timeout=2.0)  # its last lines, with the reason
+                        why = self.errors.get(r.spec.name, f"exit code {code}")
+                        self._failure = f"node '{r.spec.name}' failed: {why}"
                     self._stop_requested.set()
                     break
             if all(r.proc.poll() is not None for r in self.running):
@@ -215,6 +295,8 @@ class GraphRunner:
         failed = self.shutdown()
         if failed and status == 0:
             status = 1
+        if self._failure:  # the last line: why the graph stopped, not the shutdown that followed
+            print(f"lerobot-launch: error: {self._failure}", file=sys.stderr, flush=True)
         return status
 
     def shutdown(self) -> list[str]:
@@ -272,8 +354,11 @@ def _signal(proc: subprocess.Popen, sig: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="lerobot-launch",
-        description="Start a lerobot_ros graph profile (the same YAML `ros2 launch lerobot_bringup <name>.launch.py` reads).",
+        description="Start a lerobot_ros graph profile (the same YAML `ros2 launch lerobot_bringup <name>.launch.py` reads). "
+        "`lerobot-launch PROFILE --help` lists the profile's arguments.",
+        add_help=False,
     )
+    ap.add_argument("-h", "--help", action="store_true", help="this help; after a profile: its arguments")
     ap.add_argument("profile", nargs="?", help="profile name (see --list) or path to a profile YAML")
     ap.add_argument("overrides", nargs="*", metavar="name:=value", help="profile arguments")
     ap.add_argument("--list", action="store_true", help="list the shipped profiles and exit")
@@ -283,7 +368,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--shutdown-timeout", type=float, default=10.0, help="seconds to wait after SIGINT (default 10)"
     )
-    a = ap.parse_args(argv)
+    # flags and name:=value pairs in any order (`lerobot-launch PROFILE --show rate_hz:=20`)
+    a = ap.parse_intermixed_args(argv)
+    if a.help and not a.profile:
+        ap.print_help()
+        return 0
+    if a.help:
+        try:
+            print_help(load_profile(a.profile))
+        except ProfileError as e:
+            print(f"lerobot-launch: error: {e}", file=sys.stderr)
+            return 2
+        return 0
     if a.list or not a.profile:
         for name, desc in list_profiles().items():
             print(f"{name:24s} {desc}")
@@ -294,6 +390,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.show:
             show(profile)
             return 0
+        check_arguments(profile)
         runner = GraphRunner(profile, a.shutdown_timeout)
         signal.signal(signal.SIGINT, runner.request_stop)
         signal.signal(signal.SIGTERM, runner.request_stop)

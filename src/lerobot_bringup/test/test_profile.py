@@ -1,5 +1,6 @@
 """The profile loader: substitution, types, and errors that name the file and the key."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -180,3 +181,108 @@ def test_an_unreadable_read_substitution_names_the_key(tmp_path):
         ProfileError, match=r"nodes\[0\] \(robot_state_publisher\)\.parameters\.robot_description: "
     ):
         load_profile(write(tmp_path, ALTERNATIVES), share_lookup=lambda pkg: str(tmp_path / "nowhere"))
+
+
+TYPED = """
+arguments:
+  rate: {default: 50.0, description: "rate [Hz]"}
+  count: {default: 3, description: messages}
+  flag: {default: true, description: a switch}
+  names: {default: [a, b], description: a list}
+  policy_path: {required: true, type: checkpoint, description: the checkpoint}
+  data: {default: datasets/x, type: path, description: the dataset}
+  seed: {default: auto, type: seed, dataset: data, description: first seed}
+  demo: {default: false, description: no policy}
+nodes:
+  - name: policy
+    package: pkg_a
+    executable: policy
+    unless: ${demo}
+    parameters: {policy_path: "${policy_path}", rate_hz: "${rate}"}
+  - name: src
+    package: pkg_a
+    executable: source
+    parameters: {count: "${count}", flag: "${flag}", names: "${names}", seed: "${seed}", root: "${data}"}
+"""
+
+
+@pytest.mark.parametrize(
+    "item, message",
+    [
+        ("rate:=fast", "argument rate:=fast: expected a number"),
+        ("count:=2.5", "argument count:=2.5: expected a whole number"),
+        ("count:=true", "argument count:=true: expected a whole number"),
+        ("flag:=yes please", "argument flag:=yes please: expected true or false"),
+        ("names:=a", "argument names:=a: expected a list"),
+        ("seed:=x", "argument seed:=x: expected a whole number or auto"),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_refused_naming_the_argument(tmp_path, item, message):
+    """Before: rate:=fast went to the node as the text 'fast', the node died after the graph started."""
+    with pytest.raises(ProfileError, match=re.escape(message)):
+        load_profile(write(tmp_path, TYPED), parse_overrides([item]), share_lookup=share)
+
+
+def test_values_of_the_right_type_are_taken(tmp_path):
+    prof = load_profile(
+        write(tmp_path, TYPED),
+        parse_overrides(["rate:=20", "count:=5", "flag:=false", "names:=[c]", "seed:=7", "policy_path:=p"]),
+        share_lookup=share,
+    )
+    assert prof.node("src").parameters == {
+        "count": 5,
+        "flag": False,
+        "names": ["c"],
+        "seed": 7,
+        "root": "datasets/x",
+    }
+    assert prof.node("policy").parameters == {"policy_path": "p", "rate_hz": 20.0}
+    assert prof.given == {"rate", "count", "flag", "names", "seed", "policy_path"}
+
+
+def test_a_required_argument_is_missing_only_where_a_started_node_uses_it(tmp_path):
+    prof = load_profile(write(tmp_path, TYPED), share_lookup=share)
+    assert [a.name for a in prof.missing_required()] == ["policy_path"]
+    assert prof.arguments["policy_path"].help_line() == "checkpoint, required: the checkpoint"
+    # the node that needs it is off: nothing is missing, and the node is not started
+    prof = load_profile(write(tmp_path, TYPED), parse_overrides(["demo:=true"]), share_lookup=share)
+    assert prof.missing_required() == []
+    assert prof.node("policy").skip_reason(lambda _p: True) == "unless: ${demo} is true"
+    with pytest.raises(ProfileError, match=r"nodes\[0\] \(policy\)\.unless: must be true or false"):
+        load_profile(write(tmp_path, TYPED.replace("unless: ${demo}", "unless: ${rate}")), share_lookup=share)
+
+
+def test_seed_auto_continues_after_the_seeds_the_dataset_holds(tmp_path):
+    """Before: a resumed recording started again at seed 0, recording the same demonstrations."""
+    import json
+
+    from lerobot_recorder.sim_seeds import record_seed
+
+    data = tmp_path / "ds"
+
+    def seed():
+        prof = load_profile(write(tmp_path, TYPED), {"data": str(data)}, share_lookup=share)
+        return prof.node("src").parameters["seed"], prof.notes["seed"]
+
+    assert seed() == (0, f"auto: 0 (no dataset at {data} yet)")
+    (data / "meta").mkdir(parents=True)
+    (data / "meta" / "info.json").write_text(json.dumps({"total_episodes": 2}))
+    assert seed()[0] == 2  # an older recording without a seed record: taken as seeds 0 and 1
+    record_seed(data, 0, 10)
+    record_seed(data, 1, 11)
+    assert seed() == (12, f"auto: 12 (the seeds {data} holds end at 11)")
+    given = load_profile(write(tmp_path, TYPED), {"data": str(data), "seed": 3}, share_lookup=share)
+    assert given.node("src").parameters["seed"] == 3 and "seed" not in given.notes
+
+
+@pytest.mark.parametrize("name", ["hil_sim_so101", "deploy", "deploy_sim_so101", "hil"])
+def test_profiles_that_run_a_policy_require_its_checkpoint(name):
+    prof = load_profile(PROFILES / f"{name}.yaml", share_lookup=share)
+    assert [a.name for a in prof.missing_required()] == ["policy_path"]
+    assert prof.arguments["policy_path"].type == "checkpoint"
+    assert prof.node("policy").required
+
+
+def test_hil_sim_demonstrations_need_no_policy():
+    prof = load_profile(PROFILES / "hil_sim_so101.yaml", {"demonstrate": True}, share_lookup=share)
+    assert prof.missing_required() == [] and prof.node("policy").disabled

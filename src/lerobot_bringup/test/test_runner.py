@@ -6,6 +6,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -281,3 +282,96 @@ def test_teleop_profile_uses_robot_state_publisher_where_it_is_installed(tmp_pat
         "  robot_state_publisher: not started (package 'robot_state_publisher' is not installed)" in without
     )
     assert "  joint_state_tf: " in without and "joint_state_tf: not started" not in without
+
+
+def run_launcher(*args: str, timeout: float = 60, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "lerobot_bringup.runner", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **kw,
+    )
+
+
+def test_a_missing_required_argument_is_refused_before_anything_starts():
+    """Before: hil_sim_so101 without policy_path started, and looped on 'the policy is silent' until killed."""
+    t0 = time.monotonic()
+    res = run_launcher("hil_sim_so101")
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "profile 'hil_sim_so101' needs policy_path" in res.stderr
+    assert "policy_path:=..." in res.stderr and "pretrained_model" in res.stderr  # with its description
+    assert "started" not in res.stdout and time.monotonic() - t0 < 20
+
+
+def test_a_checkpoint_that_is_not_there_is_refused_naming_the_argument():
+    """The docs' own example path: refused before start, not a policy node that fails among hundreds of lines."""
+    path = "outputs/train/act_sim/checkpoints/last/pretrained_model"
+    res = run_launcher("deploy_sim_so101", f"policy_path:={path}", cwd=tempfile.mkdtemp())
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert f"argument policy_path:={path}: policy checkpoint directory '{path}' does not exist" in res.stderr
+    assert "started" not in res.stdout
+
+
+def test_a_value_of_the_wrong_type_is_refused_before_anything_starts():
+    """Before: rate_hz:=fast started the graph, the source died and the monitor printed '0 msgs' until killed."""
+    res = run_launcher("skeleton", "rate_hz:=fast")
+    assert res.returncode == 2
+    assert res.stderr.strip() == "lerobot-launch: error: argument rate_hz:=fast: expected a number"
+    assert "started" not in res.stdout
+
+
+def test_profile_help_lists_its_arguments_with_defaults_and_descriptions():
+    res = run_launcher("hil_sim_so101", "--help")
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert "usage: lerobot-launch hil_sim_so101 [name:=value ...]" in out
+    assert re.search(r"  policy_path\n +checkpoint, required: checkpoint directory", out), out
+    assert re.search(r"  num_episodes\n +int, default 2: episodes to record", out), out
+    assert re.search(r"  rtc\n +bool, default true: real-time chunking", out), out
+
+
+def test_show_takes_arguments_after_it_and_names_the_folder_used(tmp_path):
+    """Before: `--show` followed by name:=value pairs was refused ('unrecognized arguments')."""
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))
+    res = run_launcher(
+        "record_sim_so101", "--show", "dataset_root:=rel/ds", "num_episodes:=3", cwd=tmp_path, env=env
+    )
+    assert res.returncode == 0, res.stderr
+    assert re.search(r"num_episodes +:= 3 +\(set on the command line\)", res.stdout), res.stdout
+    assert f"folder used: {tmp_path / 'rel' / 'ds'} (does not exist yet)" in res.stdout
+    assert f"auto: 0 (no dataset at {tmp_path / 'rel' / 'ds'} yet)" in res.stdout  # the seed it will start at
+    shown = run_launcher("hil_sim_so101", "--show", "demonstrate:=true", cwd=tmp_path, env=env)
+    assert shown.returncode == 0, shown.stderr  # demonstrations need no policy
+    assert "  policy: not started (unless: ${demonstrate} is true)" in shown.stdout
+
+
+def test_a_required_node_whose_configuration_fails_stops_the_graph_with_its_reason_last(tmp_path):
+    """A policy node whose checkpoint cannot be loaded exits (it stayed up, silent, before), the graph
+    stops non-zero, and the node's reason is the launcher's last line."""
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "config.json").write_text("{}")
+    profile = tmp_path / "policy.yaml"
+    profile.write_text(
+        f"""
+nodes:
+  - name: policy
+    package: lerobot_policy_node
+    executable: policy
+    parameters: {{autostart: true, policy_path: "{ckpt}"}}
+  - name: monitor
+    package: lerobot_bringup
+    executable: topic_monitor
+    required: false
+"""
+    )
+    t0 = time.monotonic()
+    proc = launch(str(profile))
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 1, out
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("lerobot-launch: error: node 'policy' failed: "), out[-3000:]
+    assert "has no 'type'" in last, out[-3000:]
+    assert "stopped 'monitor'" in out
+    assert time.monotonic() - t0 < 100

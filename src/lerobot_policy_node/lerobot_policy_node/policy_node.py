@@ -128,8 +128,9 @@ class PolicyNode(LifecycleNode):
         if self.cfg.task_topic:
             self.create_subscription(String, self.cfg.task_topic, self._on_task, QOS_STATUS)
         self._publish_status()
+        self._exit_code = 0
         if self.cfg.autostart:
-            autostart_timer(self)
+            autostart_timer(self, on_failure=self._autostart_failed)
 
     # ------------------------------------------------------------------ parameters
     def _read_parameters(self) -> PolicyNodeConfig:
@@ -707,8 +708,19 @@ class PolicyNode(LifecycleNode):
         finally:
             self._run_goal_active = False
 
-    def shutdown_safely(self) -> None:
+    def _autostart_failed(self, transition: str) -> None:
+        """A checkpoint given by policy_path that cannot be used ends the process (exit code 1), so a
+        launcher that needs the policy stops with the reason. Without policy_path the node stays up
+        for policy/load_policy."""
+        if not self.cfg.policy_path:
+            return
+        self.get_logger().error(f"autostart: {transition} failed; exiting: {self._status_message}")
+        self._exit_code = 1
+        rclpy.try_shutdown(context=self.context)
+
+    def shutdown_safely(self) -> int:
         self._stop_controller("shutdown")
+        return self._exit_code
 
 
 def _duration(seconds: float) -> Duration:

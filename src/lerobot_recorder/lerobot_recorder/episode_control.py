@@ -302,8 +302,11 @@ class SimEpisodes:
         self.start_ns: int | None = None  # stamp of its step 0 (None: it began before we saw it)
         self.step = -1
         self.done = False
+        self.seed = -1  # the seed the sim episode under way was reset with (-1 = unseeded)
 
-    def update(self, stamp_ns: int, episode_index: int, step: int, done: bool) -> list[tuple[str, int]]:
+    def update(
+        self, stamp_ns: int, episode_index: int, step: int, done: bool, seed: int = -1
+    ) -> list[tuple[str, int]]:
         """[(BEGIN, stamp)] on a new episode's step 0, [(END, stamp)] on its done step, else []."""
         stamp_ns = int(stamp_ns)
         if stamp_ns <= self.newest_ns:
@@ -316,6 +319,7 @@ class SimEpisodes:
         elif int(episode_index) != self.episode_index:
             self.start_ns = None  # joined mid-episode: its start was not seen
         self.episode_index, self.step, self.done = int(episode_index), int(step), bool(done)
+        self.seed = int(seed)
         if self.done:
             events.append((END, stamp_ns))
         return events

@@ -23,6 +23,7 @@ import collections
 import concurrent.futures
 import json
 import logging
+import shutil
 import struct
 import threading
 import time
@@ -51,6 +52,7 @@ from .episode_control import (
 )
 from .rate_audit import AuditSpec, RateAudit, StreamHealth
 from .raw_bag import RawBagError, RawRecording, ThreadedBagWriter
+from .sim_seeds import record_seed
 
 _NS = 1_000_000_000
 MODES = ("dataset", "raw", "both")
@@ -147,6 +149,7 @@ class _Episode:
     passed_stop: set[str] = field(default_factory=set)  # streams with a sample past the stop
     sim_done_ns: int | None = None  # sim boundaries: stamp of the sim episode's done step (the stop)
     end_ns: int | None = None  # the last tick the aligner settles (None: _end_of decides)
+    sim_seed: int | None = None  # sim boundaries: the seed of the sim episode it records
 
     def settled(self, now: float, required: set[str]) -> bool:
         """Stopped, and done waiting: the margin ran out or every required stream passed the stop."""
@@ -254,6 +257,10 @@ class LiveRecorder:
         self._releasing = False
         self.root = Path(cfg.dataset_root).expanduser().absolute()
         self.kind = check_dataset_root(self.root, cfg.resume, cfg.mode)
+        # folders above a new dataset that do not exist yet, deepest first: removed with it when no
+        # episode gets saved
+        self._made_parents = [p for p in self.root.parents if not p.exists()]
+        self._root_existed = self.root.is_dir()
         self.raw = RawRecording(cfg.raw_root) if cfg.mode in ("raw", "both") else None
         saved_before = 0
         self.writer: DatasetWriter | None = None
@@ -594,7 +601,9 @@ class LiveRecorder:
                 self._bad_message(topic, exc)
                 return True
             stamp = stamp_to_ns(msg.header.stamp)
-            events = self._sim.update(stamp, msg.episode_index, msg.step, msg.terminated or msg.truncated)
+            events = self._sim.update(
+                stamp, msg.episode_index, msg.step, msg.terminated or msg.truncated, msg.seed
+            )
             for kind, t in events:
                 if kind == BEGIN:
                     self._open_at_reset(t)
@@ -685,6 +694,8 @@ class LiveRecorder:
     def _open_window(self, ep: _Episode, t_begin_ns: int) -> None:
         """The episode's data window opens at ``t_begin_ns``; its duration counts from now."""
         ep.t_begin_ns = t_begin_ns
+        if self._sim is not None:
+            ep.sim_seed = self._sim.seed  # the window opens at this sim episode's reset
         self._controller.restart_phase(self._mono())
         # the arbiter's mode published before the start is still in force (it changes on transitions only)
         for topic, st in self._resolved.streams.items():
@@ -890,6 +901,9 @@ class LiveRecorder:
                 if self.writer is not None and self.cfg.mode != "raw":
                     summary = self.writer.save_episode()
                     message = f"episode {index} saved: {summary['length']} frames"
+                    if ep.sim_seed is not None and ep.sim_seed >= 0:
+                        record_seed(self.root, index, ep.sim_seed)
+                        message += f" (sim seed {ep.sim_seed})"
                 else:
                     message = f"episode {index} recorded: {frames} frames (raw)"
                 if bag is not None:
@@ -995,7 +1009,27 @@ class LiveRecorder:
             try:
                 self.writer.finalize(on_pending="discard")
             finally:
+                made_empty = self.kind == "create" and self.writer.total_episodes == 0
                 self.writer = None
+            if made_empty:
+                self._remove_what_was_made()
+
+    def _remove_what_was_made(self) -> None:
+        """A new dataset that never saved an episode: remove it (it would only block the retry,
+        which must then pass resume:=true into an empty dataset). The folder was new or empty when
+        this recorder took it (check_dataset_root), so only what it wrote goes; parent folders it
+        made go too when they are empty."""
+        if self._root_existed:  # an empty folder given by the user: it stays, empty again
+            for child in self.root.iterdir() if self.root.is_dir() else ():
+                shutil.rmtree(child) if child.is_dir() else child.unlink()
+        else:
+            shutil.rmtree(self.root, ignore_errors=True)
+        for parent in self._made_parents:
+            try:
+                parent.rmdir()
+            except OSError:
+                break
+        self.log.info(f"no episode was saved: removed the empty dataset {self.root} it had created")
 
     # ------------------------------------------------------------------ status
     def _update_snapshot(self) -> None:
