@@ -3,6 +3,7 @@ drives the simulated SO-101, the scripted corrective human takes over and hands 
 writes the episodes with complementary_info.is_intervention, and the graph exits by itself."""
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -10,6 +11,8 @@ import numpy as np
 import pytest
 
 from lerobot_recorder.dataset import DatasetReader
+from lerobot_recorder.sim_seeds import read_seeds
+from lerobot_sim.envs.so101_cube import HOME_POSE
 
 pytestmark = pytest.mark.ros
 
@@ -56,6 +59,26 @@ def test_hil_sim_profile_records_interventions_and_exits(tmp_path):
         assert transition in log, log[-4000:]
     r = DatasetReader(tmp_path / "hil")
     assert r.num_episodes == 2
+    # one recorded episode = one sim episode, never across a reset (before: episode 0 spanned sim
+    # episodes 0 and 1): each saved episode names its sim seed, the seeds differ, and no frame after
+    # the first is the reset pose
+    ended = {
+        int(m.group(1)): int(m.group(2))
+        for m in re.finditer(r"sim episode \d+ \(seed (\d+)\) ended after (\d+) steps", log)
+    }
+    saved = [
+        (int(m.group(1)), int(m.group(2)))
+        for m in re.finditer(r"episode \d+ saved: (\d+) frames \(sim seed (\d+)\)", log)
+    ]
+    assert len(saved) == 2 and saved[0][1] != saved[1][1], log[-4000:]
+    assert read_seeds(tmp_path / "hil") == {0: saved[0][1], 1: saved[1][1]}
+    for i, (frames, seed) in enumerate(saved):
+        assert frames <= ended[seed] + 1, (i, frames, ended)
+        state = np.asarray(r.episode(i)["observation.state"], dtype=np.float64)
+        at_home = np.all(np.abs(state - HOME_POSE) < 1e-4, axis=1)
+        assert not at_home[1:].any(), (
+            f"episode {i} crosses a sim reset at frame {np.flatnonzero(at_home[1:]) + 1}"
+        )
     flags = np.concatenate(
         [np.asarray(r.episode(i)["complementary_info.is_intervention"]).reshape(-1) for i in range(2)]
     )

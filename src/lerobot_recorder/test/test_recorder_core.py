@@ -26,6 +26,7 @@ from lerobot_recorder.live_recorder import (
 )
 from lerobot_recorder.rate_audit import AuditSpec, RateAudit
 from lerobot_recorder.raw_bag import RawBagError, RawRecording
+from lerobot_recorder.sim_seeds import next_seed, read_seeds
 
 TS = get_typestore(Stores.ROS2_KILTED)
 HEADER = TS.types["std_msgs/msg/Header"]
@@ -243,6 +244,37 @@ def test_worker_records_saves_discards_and_writes_raw_bags(tmp_path):
     assert state.shape == (oc.frames, 6) and np.all(np.diff(state[:, 0]) > 0)  # interpolated ramp
     assert r.tasks == ["unit task"]
     assert [p.name for p in RawRecording(tmp_path / "ds_raw").episodes()] == ["episode_000000"]
+
+
+@pytest.mark.parametrize("folder", ["absent", "empty"])
+def test_a_failed_start_leaves_nothing_behind(tmp_path, folder):
+    """A session that saves no episode (here: its episode is discarded, as when a start fails and the
+    graph is stopped) removes the dataset it created, and the folders it made above it: before, the
+    empty dataset blocked the retry ('already holds a dataset; set resume:=true')."""
+    root = tmp_path / "new" / "deeper" / "ds"
+    if folder == "empty":
+        root.mkdir(parents=True)
+    cfg = LiveConfig(
+        dataset_root=str(root),
+        vcodec="libx264",
+        episode=EpisodeConfig(episode_time_s=1000.0, reset_time_s=0.0, num_episodes=1, task=""),
+    )
+    clock = FakeClock(5 * 10**9)
+    rec = LiveRecorder(cfg, Contract.from_dict(CONTRACT), decode=_decode, clock=clock)
+    rec.start()
+    try:
+        t, seq = _feed(rec, clock, clock.t, 0.3)
+        rec.request("start").result(10)
+        assert (root / "meta" / "info.json").is_file()  # created when the episode began
+        _feed(rec, clock, t, 0.3, seq)
+        rec.request("discard").result(10)
+    finally:
+        rec.close()
+    if folder == "empty":
+        assert root.is_dir() and list(root.iterdir()) == []  # the user's folder stays, empty again
+    else:
+        assert not (tmp_path / "new").exists()
+    assert check_dataset_root(root, resume=False, mode="dataset") == "create"  # the retry may go ahead
 
 
 def test_start_before_any_message_raises_no_message_yet_naming_the_topics(tmp_path):
@@ -512,6 +544,9 @@ def test_sim_boundaries_record_one_sim_episode_each_from_its_reset_to_its_done_s
         2: [[100, 101, 102, 103], [200, 201, 202, 203, 204]],
     }[join_at_step]
     assert _episode_values(tmp_path / "ds") == expected
+    # the seed of each saved episode's sim episode is kept: a resumed recording continues after them
+    assert read_seeds(tmp_path / "ds") == ({0: 0, 1: 1} if join_at_step == 0 else {0: 1, 1: 2})
+    assert next_seed(tmp_path / "ds")[0] == (2 if join_at_step == 0 else 3)
 
 
 def test_sim_boundaries_episode_time_caps_an_episode_and_the_next_waits_for_a_reset(tmp_path):
