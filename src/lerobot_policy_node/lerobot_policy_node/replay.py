@@ -39,10 +39,43 @@ class ReplayPlan:
     ramp_steps: int
     clamped_steps: int  # commands where a joint limit applied
     rate_limited_steps: int  # episode commands the per-step bound slowed down
+    clamped_per_joint: np.ndarray | None = None  # (joints,) episode commands a joint limit changed
+    beyond_limit: np.ndarray | None = None  # (joints,) rad: the farthest a recorded action lay past a limit
+    limited_per_joint: np.ndarray | None = None  # (joints,) episode commands the per-step bound slowed
+    last_action: np.ndarray | None = None  # the episode's last recorded action (before the filter)
 
     @property
     def final(self) -> np.ndarray:
         return self.commands[-1]
+
+    def explain(self, joints: list[str], limits: SafetyLimits) -> list[str]:
+        """Per joint: how often, and why, its commands differ from the recorded actions (a joint
+        limit, or the per-step bound), so a large final error has its reason beside it."""
+        out = []
+        n = len(self.commands) - self.ramp_steps
+        for j, name in enumerate(joints):
+            clamped = int(self.clamped_per_joint[j]) if self.clamped_per_joint is not None else 0
+            limited = int(self.limited_per_joint[j]) if self.limited_per_joint is not None else 0
+            if clamped:
+                out.append(
+                    f"{name}: {clamped} of {n} actions clamped to its joint limits "
+                    f"[{limits.lower[j]:.3f}, {limits.upper[j]:.3f}] rad (recorded up to "
+                    f"{self.beyond_limit[j]:.3f} rad past a limit)"
+                )
+            if limited:
+                out.append(
+                    f"{name}: {limited} of {n} actions slowed by the per-step bound "
+                    f"({float(np.broadcast_to(limits.max_step, (len(joints),))[j]):g} rad per step, --max-step-rad)"
+                )
+        if self.last_action is not None:
+            short = np.abs(self.last_action - self.final)
+            for j in np.flatnonzero(short > 1e-9):
+                out.append(
+                    f"{joints[j]}: the last action ({self.last_action[j]:.3f} rad) was sent as "
+                    f"{self.final[j]:.3f} rad ({short[j]:.3f} rad short: "
+                    + ("outside its joint limits)" if self.clamped_per_joint[j] else "the per-step bound)")
+                )
+        return out
 
 
 def plan_replay(present: np.ndarray, actions: np.ndarray, limits: SafetyLimits) -> ReplayPlan:
@@ -58,9 +91,18 @@ def plan_replay(present: np.ndarray, actions: np.ndarray, limits: SafetyLimits) 
     first = np.clip(actions[0], limits.lower, limits.upper)
     ramp_points = ramp(safety.last, first, limits.max_step)
     out, clamped, limited = [], 0, 0
+    n = actions.shape[1]
+    per_clamp, per_limit, beyond = np.zeros(n, int), np.zeros(n, int), np.zeros(n)
     for i, target in enumerate([*ramp_points, *actions]):
         result = safety.apply(target)
         out.append(result.command)
         clamped += result.clamped
         limited += result.rate_limited and i >= len(ramp_points)
-    return ReplayPlan(np.asarray(out), len(ramp_points), clamped, limited)
+        if i >= len(ramp_points):
+            inside = np.clip(target, limits.lower, limits.upper)
+            per_clamp += inside != target
+            beyond = np.maximum(beyond, np.abs(target - inside))
+            per_limit += result.command != inside
+    return ReplayPlan(
+        np.asarray(out), len(ramp_points), clamped, limited, per_clamp, beyond, per_limit, actions[-1].copy()
+    )

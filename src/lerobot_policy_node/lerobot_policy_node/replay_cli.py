@@ -214,6 +214,12 @@ class _Replayer:
     def _on_joints(self, msg) -> None:
         with self._lock:
             self._latest.update(zip(msg.name, msg.position, strict=False))
+            self._received = time.monotonic()
+
+    def age_s(self) -> float:
+        """Seconds since the last joint_states arrived."""
+        with self._lock:
+            return time.monotonic() - getattr(self, "_received", 0.0)
 
     def present(self) -> np.ndarray | None:
         with self._lock:
@@ -317,12 +323,21 @@ def _run(args, ros_args: list[str]) -> int:
                     time.sleep(delay)
             err = np.abs(replayer.present() - plan.final)
             worst = int(np.argmax(err))
+            age = replayer.age_s()
             print(
                 f"{PROG}: done in {time.monotonic() - t0:.2f} s; {plan.clamped_steps} commands clamped to the "
                 f"joint limits, {plan.rate_limited_steps} slowed by --max-step-rad; largest error to the "
-                f"last action {err[worst]:.4f} rad ({joints[worst]})",
+                f"last command {err[worst]:.4f} rad ({joints[worst]})",
                 file=sys.stderr,
             )
+            for line in plan.explain(joints, limits):
+                print(f"{PROG}:   {line}", file=sys.stderr)
+            if age > 2 * period + 0.5:  # the error is measured on a pose that stopped coming
+                print(
+                    f"{PROG}: warning: the last joint_states is {age:.1f} s old: the robot or the sim "
+                    "stopped publishing during the replay, so the error above is measured on a stale pose",
+                    file=sys.stderr,
+                )
     finally:
         stop.set()
         if spinner is not None:

@@ -62,6 +62,7 @@ class BridgeConfig:
     seed: int  # -1 = unseeded; episode i is reset with seed + i
     auto_reset: bool
     reset_delay_s: float
+    continue_after_done: bool
     command_timeout_s: float
     publish_clock: bool
     frame_id: str
@@ -161,6 +162,13 @@ class SimBridgeNode(LifecycleNode):
         self._declare("seed", -1, "seed of the first episode; episode i uses seed + i (-1 = unseeded)")
         self._declare("auto_reset", True, "start a new episode when one ends (realtime: after reset_delay_s)")
         self._declare("reset_delay_s", 1.0, "realtime: seconds to hold a finished episode before auto reset")
+        self._declare(
+            "continue_after_done",
+            False,
+            "auto_reset false: the sim goes on after an episode ends (cube lifted, or its step limit), "
+            "following commands and publishing, as a robot would (replay and teleop targets); false = it "
+            "waits, publishing nothing, for a reset on sim/reset",
+        )
         self._declare("command_timeout_s", 0.5, "realtime: commands older than this are stale; hold position")
         self._declare("publish_clock", True, "lockstep: publish /clock with the simulation time")
         self._declare("frame_id", "base_link", "frame_id of joint_states")
@@ -205,6 +213,7 @@ class SimBridgeNode(LifecycleNode):
             seed=int(p("seed").value),
             auto_reset=bool(p("auto_reset").value),
             reset_delay_s=float(p("reset_delay_s").value),
+            continue_after_done=bool(p("continue_after_done").value),
             command_timeout_s=float(p("command_timeout_s").value),
             publish_clock=bool(p("publish_clock").value),
             frame_id=p("frame_id").value,
@@ -371,7 +380,9 @@ class SimBridgeNode(LifecycleNode):
         """One control step with ``action``; on a finished episode, reset (auto_reset) or ignore."""
         if not self._active or self.session is None:
             return
-        if self.session.episode.done:
+        was_done = self.session.episode.done
+        ended = (self.session.episode.terminated, self.session.episode.truncated)
+        if was_done and not self._runs_on:
             if self.cfg.auto_reset and self.cfg.mode == "lockstep":
                 self._reset(None)
             return
@@ -385,9 +396,21 @@ class SimBridgeNode(LifecycleNode):
             self.session.episode.truncated = True
             return
         self._steps_done += 1
+        if was_done:  # continue_after_done: the ended episode stays reported ended
+            result.episode.terminated = result.episode.terminated or ended[0]
+            result.episode.truncated = result.episode.truncated or ended[1]
         self._publish(result)
-        if result.episode.done:
+        if result.episode.done and not was_done:
             self.get_logger().info(episode_summary(result.episode, self.session.fps))
+            if self._runs_on:
+                self.get_logger().info(
+                    "continue_after_done: the sim goes on following commands (a new episode: sim/reset)"
+                )
+
+    @property
+    def _runs_on(self) -> bool:
+        """After an episode ended: go on stepping (a robot stand-in) instead of waiting for a reset."""
+        return self.cfg.continue_after_done and not self.cfg.auto_reset
 
     def _count_late_periods(self) -> None:
         """Realtime: count the control periods since the last call that got no step (skipped deadlines)."""
@@ -453,7 +476,7 @@ class SimBridgeNode(LifecycleNode):
 
     def _on_timer(self) -> None:
         self._count_late_periods()
-        if self.session.episode.done:
+        if self.session.episode.done and not self._runs_on:
             now = time.monotonic()
             self._done_since = self._done_since or now
             if self.cfg.auto_reset and now - self._done_since >= self.cfg.reset_delay_s:
