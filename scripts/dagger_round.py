@@ -49,7 +49,7 @@ INTERVENTION = "complementary_info.is_intervention"
 SEED = re.compile(r"\(seed (\d+)\)")
 FPS = 30  # the sim's control rate in both profiles
 MIN_SIM_EPISODE_STEPS = 80  # the quickest pick ends a sim episode after ~83 steps (docs/closed_loop.md)
-HIL_RESET_S = 1.0  # hil_sim_so101's reset_time_s
+HIL_RESET_S = 0.0  # hil_sim_so101's reset_time_s
 ENV_STATE = "observation.environment_state"
 # the HIL contract's per-frame extras (so101_sim_hil_contract.yaml) on a frame the human drove
 HUMAN_DROVE = {
@@ -105,9 +105,10 @@ def seeds_in_log(log: Path) -> list[int]:
 
 
 def seed_ranges(args, demos: Path, info: dict) -> dict[str, range]:
-    """Sim seeds of the demos, the HIL run and the evaluation. A recorded window holds several sim
-    episodes (the sim resets once the cube is lifted), each with the next seed: the demos' come from
-    closed_loop.py's record.log beside them, else from a bound, as do the HIL run's."""
+    """Sim seeds of the demos, the HIL run and the evaluation. Each recorded episode is one sim episode,
+    but the sim runs on while the recorder saves (realtime), so a run passes more sim episodes, each
+    with the next seed, than it records: the demos' come from closed_loop.py's record.log beside them,
+    else from a bound, as do the HIL run's."""
     used = seeds_in_log(demos.parent / "record.log")
     demo_end = (
         used[-1] + 1 if used else info["total_frames"] // MIN_SIM_EPISODE_STEPS + info["total_episodes"] + 1

@@ -10,6 +10,7 @@ import pytest
 
 from lerobot_core.ament import find_executable
 from lerobot_recorder.dataset import DatasetReader
+from lerobot_recorder.sim_seeds import read_seeds
 from lerobot_sim.envs.so101_cube import HOME_POSE
 
 pytestmark = pytest.mark.ros
@@ -45,3 +46,23 @@ def test_record_sim_so101_records_one_sim_episode_per_dataset_episode(tmp_path):
         at_home = np.all(np.abs(state - HOME_POSE) < 1e-4, axis=1)
         assert at_home[0], f"episode {i} does not begin at the reset pose: {state[0]}"
         assert not at_home[1:].any(), f"episode {i} holds a reset frame at {np.flatnonzero(at_home[1:]) + 1}"
+    assert read_seeds(tmp_path / "sim_ds") == {0: 0, 1: 1, 2: 2}  # each saved episode's sim seed
+
+    # appending records new demonstrations: the resumed run starts at the first seed not used (before:
+    # at seed 0 again, so the appended episode was bit-identical to episode 0)
+    out = subprocess.run(
+        [str(launcher), "record_sim_so101", *args[:1], "num_episodes:=1", "resume:=true", *args[2:]],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    log = out.stdout + out.stderr
+    assert out.returncode == 0, log[-4000:]
+    assert re.search(r"sim episode \d+ \(seed 3\) ended after", log), log[-4000:]
+    r = DatasetReader(tmp_path / "sim_ds")
+    assert r.num_episodes == 4 and read_seeds(tmp_path / "sim_ds") == {0: 0, 1: 1, 2: 2, 3: 3}
+    new = np.asarray(r.episode(3)["observation.state"], dtype=np.float64)
+    for i in range(3):
+        old = np.asarray(r.episode(i)["observation.state"], dtype=np.float64)
+        assert old.shape != new.shape or not np.array_equal(old, new), f"episode 3 repeats episode {i}"
