@@ -68,7 +68,7 @@ def test_hil_sim_profile_records_interventions_and_exits(tmp_path):
     }
     saved = [
         (int(m.group(1)), int(m.group(2)))
-        for m in re.finditer(r"episode \d+ saved: (\d+) frames \(sim seed (\d+)\)", log)
+        for m in re.finditer(r"episode \d+ saved: (\d+) frames of sim seed (\d+)", log)
     ]
     assert len(saved) == 2 and saved[0][1] != saved[1][1], log[-4000:]
     assert read_seeds(tmp_path / "hil") == {0: saved[0][1], 1: saved[1][1]}

@@ -34,7 +34,7 @@ def test_record_sim_so101_records_one_sim_episode_per_dataset_episode(tmp_path):
         (int(m.group(1)), int(m.group(2)))
         for m in re.finditer(r"sim episode \d+ \(seed (-?\d+)\) ended after (\d+) steps", log)
     ]
-    saved = [int(m.group(1)) for m in re.finditer(r"episode \d+ saved: \d+ frames \((\d+) frames, ", log)]
+    saved = [int(m.group(1)) for m in re.finditer(r"episode \d+ saved: \d+ frames[^(]*\((\d+) frames, ", log)]
     dropped = [int(m.group(1)) for m in re.finditer(r"episode \d+ saved: .*?, (\d+) dropped ticks", log)]
     assert [seed for seed, _ in ended] == [0, 1, 2], log[-4000:]  # from the sim's first episode on
     assert dropped == [0, 0, 0], log[-4000:]

@@ -903,7 +903,7 @@ class LiveRecorder:
                     message = f"episode {index} saved: {summary['length']} frames"
                     if ep.sim_seed is not None and ep.sim_seed >= 0:
                         record_seed(self.root, index, ep.sim_seed)
-                        message += f" (sim seed {ep.sim_seed})"
+                        message += f" of sim seed {ep.sim_seed}"
                 else:
                     message = f"episode {index} recorded: {frames} frames (raw)"
                 if bag is not None:
