@@ -347,7 +347,7 @@ def test_show_takes_arguments_after_it_and_names_the_folder_used(tmp_path):
 
 
 def test_a_required_node_whose_configuration_fails_stops_the_graph_with_its_reason_last(tmp_path):
-    """A policy node whose checkpoint cannot be loaded exits (it stayed up, silent, before), the graph
+    """A policy node whose checkpoint cannot be loaded exits (exit_on_failure; it stayed up, silent, before), the graph
     stops non-zero, and the node's reason is the launcher's last line."""
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
@@ -359,7 +359,7 @@ nodes:
   - name: policy
     package: lerobot_policy_node
     executable: policy
-    parameters: {{autostart: true, policy_path: "{ckpt}"}}
+    parameters: {{autostart: true, exit_on_failure: true, policy_path: "{ckpt}"}}
   - name: monitor
     package: lerobot_bringup
     executable: topic_monitor

@@ -83,6 +83,7 @@ class PolicyNodeConfig:
     torch_threads: int
     control_priority: int
     autostart: bool
+    exit_on_failure: bool
     contract: str = ""
     dataset_root: str = ""
     dataset_units: str = ""
@@ -228,6 +229,12 @@ class PolicyNode(LifecycleNode):
                 range=(0, 99),
             ),
             autostart=p("autostart", False, "configure and activate right after start"),
+            exit_on_failure=p(
+                "exit_on_failure",
+                False,
+                "autostart: exit (code 1) when configure or activate fails, so a launcher whose graph needs "
+                "the policy stops with the reason; false = stay up for policy/load_policy",
+            ),
             contract=p(
                 "contract",
                 "",
@@ -709,10 +716,9 @@ class PolicyNode(LifecycleNode):
             self._run_goal_active = False
 
     def _autostart_failed(self, transition: str) -> None:
-        """A checkpoint given by policy_path that cannot be used ends the process (exit code 1), so a
-        launcher that needs the policy stops with the reason. Without policy_path the node stays up
-        for policy/load_policy."""
-        if not self.cfg.policy_path:
+        """exit_on_failure: a failed autostart ends the process (exit code 1), so a launcher whose graph
+        needs the policy stops with the reason; else the node stays up for policy/load_policy."""
+        if not self.cfg.exit_on_failure:
             return
         self.get_logger().error(f"autostart: {transition} failed; exiting: {self._status_message}")
         self._exit_code = 1
