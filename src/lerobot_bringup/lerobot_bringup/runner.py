@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -34,6 +35,7 @@ from lerobot_core.ament import die_with_parent, find_executable, prefixes
 from lerobot_core.param_check import UnknownParameterError, check_parameter_names
 
 CLEAN_EXIT = {0, -signal.SIGINT, 128 + signal.SIGINT}
+_GENERIC_FAILURE = re.compile(r"autostart: \w+ failed; exiting")
 
 
 @dataclass
@@ -221,7 +223,9 @@ def _error_text(line: str) -> str:
     """The reason in a node's error line (rclpy's ``[ERROR] [t] [node]: text`` or ``error: text``)."""
     line = line.strip()
     if "[ERROR]" in line or "[FATAL]" in line:
-        return line.split("]: ", 1)[-1]
+        text = line.split("]: ", 1)[-1]
+        # run_node's closing line says only which transition failed: the line before holds the reason
+        return "" if _GENERIC_FAILURE.fullmatch(text) else text
     if line.startswith("error: "):
         return line[len("error: ") :]
     return ""

@@ -375,3 +375,20 @@ nodes:
     assert "has no 'type'" in last, out[-3000:]
     assert "stopped 'monitor'" in out
     assert time.monotonic() - t0 < 100
+
+
+def test_a_recorder_that_cannot_use_its_folder_stops_the_graph_with_the_reason_last(tmp_path):
+    """The recorder's configure fails (dataset_root is a folder of other files): the graph stops with
+    exit code 1 and the recorder's reason, not run_node's 'autostart: configure failed; exiting'."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "todo.txt").write_text("mine")
+    proc = launch("record_sim_so101", f"dataset_root:={folder}", "image_width:=32", "image_height:=24")
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 1, out[-3000:]
+    last = out.strip().splitlines()[-1]
+    assert last.startswith(
+        "lerobot-launch: error: node 'recorder' failed: configure failed: dataset_root "
+    ), last
+    assert "is an existing folder that is not a LeRobot dataset" in last, last
+    assert (folder / "todo.txt").read_text() == "mine" and len(list(folder.iterdir())) == 1
