@@ -144,6 +144,7 @@ class _Episode:
     )  # node clock at the start: its data window opens here (None: not yet, sim boundaries)
     bag: ThreadedBagWriter | None = None
     frames: int = 0  # ticks written
+    paused: int = 0  # ticks dropped because the control arbiter held the robot
     t_stop_ns: int | None = None  # node clock at the stop: its data window closes here
     closing_until: float | None = None  # monotonic deadline of the stop's latency margin
     passed_stop: set[str] = field(default_factory=set)  # streams with a sample past the stop
@@ -729,6 +730,7 @@ class LiveRecorder:
         for fr in frames:
             try:
                 if self._resolved.paused(fr.values):
+                    ep.paused += 1
                     continue  # the control arbiter holds the robot: a pause is not part of the episode
                 if self.writer is not None and self.cfg.mode != "raw":
                     frame, task = self._resolved.make_frame(fr.values)
@@ -914,7 +916,10 @@ class LiveRecorder:
             elif save:
                 code, empty = RESULT_EMPTY, True
                 message = (
-                    f"episode {index}: no complete tick was recorded (is every required stream publishing?)"
+                    f"episode {index}: nothing recorded: the control arbiter held the robot (paused) in all "
+                    f"{ep.paused} aligned ticks (is the policy, or the operator, driving?)"
+                    if ep is not None and ep.paused
+                    else f"episode {index}: no complete tick was recorded (is every required stream publishing?)"
                 )
             else:
                 code = RESULT_ERROR if error else RESULT_DISCARDED

@@ -4,6 +4,7 @@ The worker is fed real JointState CDR (rosbags) and ControlStatus-shaped message
 function is the recorder's injection point: here a small struct stands in for the rclpy message)."""
 
 import json
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -206,3 +207,41 @@ def test_hil_keys(data, hil, keys):
     from lerobot_recorder.keyboard import KeyDecoder
 
     assert KeyDecoder(hil=hil).feed(data) == keys
+
+
+def test_an_episode_paused_throughout_says_so_instead_of_no_complete_tick(tmp_path):
+    """Before: 'no complete tick was recorded (is every required stream publishing?) (269 frames, ...)'
+    while every stream published: the arbiter held the robot (a silent policy). Nothing is saved and
+    the new dataset is removed again."""
+    cfg = LiveConfig(
+        dataset_root=str(tmp_path / "ds"),
+        vcodec="libx264",
+        episode=EpisodeConfig(episode_time_s=1000.0, reset_time_s=0.0, num_episodes=1, task=""),
+    )
+    t0 = 5 * 10**9
+    clock = FakeClock(t0)
+    rec = LiveRecorder(cfg, Contract.from_dict(hil_contract()), decode=_decode, clock=clock)
+    rec.start()
+    try:
+        rec.ingest(STATUS, _status_bytes(t0 - 10**8, HOLD), t0 - 10**8)
+        rec.ingest("/joint_states", _joint_cdr(t0 - 10**7, 0.0), t0 - 10**7)
+        rec.ingest("/joint_commands", _joint_cdr(t0 - 10**7, 0.0), t0 - 10**7)
+        time.sleep(0.1)
+        out = rec.request("start").result(10)
+        fut = rec.outcome_future(out["seq"])
+        for k in range(101):
+            t = t0 + k * 10_000_000
+            clock.t = t
+            rec.ingest("/joint_states", _joint_cdr(t, k / 100), t)
+            rec.ingest("/joint_commands", _joint_cdr(t, k / 100), t)
+        time.sleep(0.3)
+        rec.request("stop").result(30)
+        oc = fut.result(10)
+    finally:
+        rec.close()
+    assert oc.frames == 0
+    assert re.match(
+        r"episode 0: nothing recorded: the control arbiter held the robot \(paused\) in all \d+ aligned ticks",
+        oc.message,
+    ), oc.message
+    assert not (tmp_path / "ds").exists()
