@@ -73,7 +73,9 @@ def test_hil_sim_profile_records_interventions_and_exits(tmp_path):
     assert len(saved) == 2 and saved[0][1] != saved[1][1], log[-4000:]
     assert read_seeds(tmp_path / "hil") == {0: saved[0][1], 1: saved[1][1]}
     for i, (frames, seed) in enumerate(saved):
-        assert frames <= ended[seed] + 1, (i, frames, ended)
+        # the recorder's 30 fps grid spans the sim episode's reset-to-done window; a realtime sim that
+        # skips an overrun period takes a step less in it, so allow a few frames more than steps + 1
+        assert frames <= (ended[seed] + 1) * 1.1, (i, frames, ended)
         state = np.asarray(r.episode(i)["observation.state"], dtype=np.float64)
         at_home = np.all(np.abs(state - HOME_POSE) < 1e-4, axis=1)
         # the arm may rest at home for the first frames (nobody commands yet); a reset is a return
