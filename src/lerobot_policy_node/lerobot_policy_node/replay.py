@@ -60,7 +60,7 @@ class ReplayPlan:
                 out.append(
                     f"{name}: {clamped} of {n} actions clamped to its joint limits "
                     f"[{limits.lower[j]:.3f}, {limits.upper[j]:.3f}] rad (recorded up to "
-                    f"{self.beyond_limit[j]:.3f} rad past a limit)"
+                    f"{self.beyond_limit[j]:.4f} rad past a limit)"
                 )
             if limited:
                 out.append(

@@ -62,7 +62,7 @@ def test_plan_explains_per_joint_which_commands_were_clamped_and_why():
     plan = plan_replay(np.array([0.2, -0.3, 1.5]), actions, limits)
     lines = plan.explain(["a", "b", "c"], limits)
     assert (
-        "c: 40 of 40 actions clamped to its joint limits [0.000, 1.500] rad (recorded up to 0.400 rad past a limit)"
+        "c: 40 of 40 actions clamped to its joint limits [0.000, 1.500] rad (recorded up to 0.4000 rad past a limit)"
         in lines
     )
     assert any(
