@@ -14,6 +14,7 @@ from importlib.metadata import entry_points
 
 _parse_known_args = argparse.ArgumentParser.parse_known_args
 _parse_args = argparse.ArgumentParser.parse_args
+_parse_intermixed_args = argparse.ArgumentParser.parse_intermixed_args
 _inside_parse_args = False
 
 
@@ -31,6 +32,17 @@ def parse_args(self, args=None, namespace=None):
     raise Parsed(0)
 
 
+def parse_intermixed_args(self, args=None, namespace=None):
+    """lerobot-launch's: flags and name:=value pairs in any order (it calls parse_known_args inside)."""
+    global _inside_parse_args
+    _inside_parse_args = True
+    try:
+        _parse_intermixed_args(self, args, namespace)
+    finally:
+        _inside_parse_args = False
+    raise Parsed(0)
+
+
 def parse_known_args(self, args=None, namespace=None):
     result = _parse_known_args(self, args, namespace)
     if _inside_parse_args:
@@ -42,6 +54,7 @@ def main() -> int:
     target, argv = sys.argv[1], sys.argv[2:]
     argparse.ArgumentParser.parse_args = parse_args
     argparse.ArgumentParser.parse_known_args = parse_known_args
+    argparse.ArgumentParser.parse_intermixed_args = parse_intermixed_args
     sys.argv = [target, *argv]
     try:
         if target.endswith(".py"):
