@@ -708,6 +708,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--crf", type=cli.non_negative_int, help="video constant-quality factor (default: 30, LeRobot's)"
     )
     p.add_argument(
+        "--lerobot-version",
+        default="0.6",
+        help="LeRobot version the dataset is for: 0.6 (default) or 0.4.4. Both read what we write, except "
+        "depth cameras (16UC1 / mono16 / 32FC1 images), which are stored as LeRobot 0.6's depth video and "
+        "are an error for 0.4.4",
+    )
+    p.add_argument(
         "--preset",
         help="encoder speed preset (libsvtav1: 0-13, default 10 = what LeRobot 0.4.4 encodes at; h264: ultrafast..veryslow)",
     )
@@ -805,7 +812,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             plans, resolved = check_bags(args.bags, contract, args.split_topic)
             print(describe_plan(plans, resolved))
             return 0
-        writer_options = {}
+        writer_options = {"lerobot_version": args.lerobot_version}
         if args.crf is not None:
             writer_options["crf"] = args.crf
         if args.preset is not None:

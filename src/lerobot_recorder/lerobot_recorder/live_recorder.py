@@ -79,6 +79,7 @@ class LiveConfig:
     vcodec: str = "libsvtav1"
     crf: int = 30
     preset: str = ""  # "" = the writer's default; digits = a numeric (svt-av1) preset
+    lerobot_version: str = "0.6"  # the LeRobot the dataset is for; 0.4.4 refuses depth cameras
     encoder_queue_size: int = 30
     episode: EpisodeConfig = field(default_factory=EpisodeConfig)
     latency_margin_s: float = 0.1
@@ -344,6 +345,7 @@ class LiveRecorder:
             encoder_queue_size=self.cfg.encoder_queue_size,
             crf=self.cfg.crf,
             preset=_preset(self.cfg.preset),
+            lerobot_version=self.cfg.lerobot_version,
         )
         if self.writer.dropped_partial_episode:
             self.log.warning(f"{self.root}: dropped a partial episode left by an earlier crash")
@@ -385,6 +387,7 @@ class LiveRecorder:
                     crf=self.cfg.crf,
                     preset=_preset(self.cfg.preset),
                     encoder_queue_size=self.cfg.encoder_queue_size,
+                    lerobot_version=self.cfg.lerobot_version,
                 )
                 self.log.info(
                     f"created dataset {self.root} ({resolved.fps} fps, features {sorted(features)})"
