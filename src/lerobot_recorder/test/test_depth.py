@@ -398,3 +398,23 @@ def test_short_depth_episodes_get_sane_decode_timestamps(tmp_path):
         dts = [d for _, d in packets]
         assert all(d is not None and p - 64 <= d <= p for p, d in packets), packets
         assert dts == sorted(set(dts)), packets
+
+
+@pytest.mark.parametrize("unit", ["mm", "m"])
+def test_keep_frames_copies_depth_codes_unchanged(tmp_path, unit):
+    """Cutting frames out (keep_frames) re-encodes a depth camera to the very codes it had."""
+    from lerobot_recorder.dataset.edit import keep_frames
+
+    depths = _depth_frames(6, unit, seed=5)
+    with DatasetWriter.create(tmp_path / "src", 15, _features(unit), vcodec="libx264") as w:
+        _record(w, depths)
+    keep_frames(tmp_path / "src", tmp_path / "dst", lambda cols: np.arange(len(cols["frame_index"])) >= 2)
+    info = json.loads((tmp_path / "dst/meta/info.json").read_text())["features"]["observation.images.depth"]
+    assert info["info"]["is_depth_map"] is True and info["info"]["depth_unit"] == unit
+    mp4 = tmp_path / "dst/videos/observation.images.depth/chunk-000/file-000.mp4"
+    with av.open(str(mp4)) as c:
+        codes = [f.to_ndarray(format="gray12le") for f in c.decode(video=0)]
+    q = DepthQuantizer(unit)
+    assert len(codes) == 4
+    for got, d in zip(codes, depths[2:], strict=True):
+        np.testing.assert_array_equal(got, q.quantize(d))
