@@ -418,3 +418,29 @@ def test_keep_frames_copies_depth_codes_unchanged(tmp_path, unit):
     assert len(codes) == 4
     for got, d in zip(codes, depths[2:], strict=True):
         np.testing.assert_array_equal(got, q.quantize(d))
+
+
+@pytest.mark.parametrize("unit", ["mm", "m"])
+def test_bag_export_writes_depth_back_as_depth_images(tmp_path, unit):
+    from rosbags.rosbag2 import Reader
+
+    from lerobot_recorder.bag_export import export_episode
+
+    depths = _depth_frames(4, unit, seed=9)
+    with DatasetWriter.create(tmp_path / "ds", 15, _features(unit), vcodec="libx264") as w:
+        _record(w, depths)
+    export_episode(tmp_path / "ds", 0, tmp_path / "bag", start_ns=0)
+    images = []
+    with Reader(tmp_path / "bag") as reader:
+        for conn, _, raw in reader.messages():
+            if conn.topic == "/cameras/depth/image_raw":
+                images.append(bag_io.deserialize(raw, conn.msgtype))
+    assert [m.encoding for m in images] == ["16UC1" if unit == "mm" else "32FC1"] * 4
+    q = DepthQuantizer(unit)
+    from lerobot_core.image_conversion import image_msg_to_depth
+
+    for msg, d in zip(images, depths, strict=True):
+        got = image_msg_to_depth(msg).astype(np.float64)
+        valid = d > 0
+        slack = 0.5 if unit == "mm" else 1e-6  # whole millimetres in 16UC1
+        assert np.all(np.abs(got[valid] - d[valid]) <= q.max_error(d[valid]) + slack)

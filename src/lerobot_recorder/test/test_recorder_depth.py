@@ -85,3 +85,15 @@ def test_recorder_records_16uc1_and_32fc1_depth_topics_live(tmp_path):
         seqs = [_matches_a_published_image(f, enc, q) for f in frames]
         # frames follow the published sequence (nearest image per tick; a tick may repeat one)
         assert seqs == sorted(seqs) and seqs[-1] - seqs[0] >= n // 2
+
+
+def test_recorder_for_lerobot_044_refuses_depth_cameras(tmp_path):
+    with Sources("--width", str(WIDTH), "--height", str(HEIGHT), "--depth-cameras", "wrist:16UC1,top:32FC1"):
+        proc = _recorder(tmp_path, lerobot_version="0.4.4")
+        with proc:
+            assert wait_until(lambda: proc.returncode is not None, 90), proc.output()[-3000:]
+    out = proc.output()
+    assert proc.returncode == 1, out[-3000:]
+    assert "LeRobot 0.4.4 has no depth video" in out and "observation.images.top_depth" in out, out[-3000:]
+    assert "Traceback" not in out
+    assert not (tmp_path / "ds" / "meta" / "info.json").exists()
