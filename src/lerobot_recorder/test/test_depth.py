@@ -444,3 +444,16 @@ def test_bag_export_writes_depth_back_as_depth_images(tmp_path, unit):
         valid = d > 0
         slack = 0.5 if unit == "mm" else 1e-6  # whole millimetres in 16UC1
         assert np.all(np.abs(got[valid] - d[valid]) <= q.max_error(d[valid]) + slack)
+
+
+def test_report_shows_depth_through_a_colour_map(tmp_path):
+    from PIL import Image
+
+    from lerobot_recorder.dataset_report import write_report
+
+    with DatasetWriter.create(tmp_path / "ds", 15, _features("mm"), vcodec="libx264") as w:
+        _record(w, [np.full((H, W), 500 + 1000 * i, np.uint16) for i in range(6)])
+    write_report(DatasetReader(tmp_path / "ds"), 0, tmp_path / "report")
+    sheet = np.asarray(Image.open(tmp_path / "report" / "contact_sheet_depth.png").convert("RGB"))
+    colours = {tuple(c) for c in sheet.reshape(-1, 3)[::7]}
+    assert len(colours) > 6  # six depths, six colours (plus labels and background)

@@ -184,6 +184,18 @@ class DepthQuantizer:
         return err * self._per_m
 
 
+def depth_preview(frames: np.ndarray, quantizer: DepthQuantizer) -> np.ndarray:
+    """(N, H, W, 1) depth in the quantiser's unit -> (N, H, W, 3) uint8 RGB to look at: the 12-bit
+    code scaled to 8 bits through OpenCV's TURBO colour map (near blue, far red; invalid = depth_min)."""
+    import cv2
+
+    out = np.empty((*frames.shape[:3], 3), np.uint8)
+    for i, frame in enumerate(frames):
+        grey = (quantizer.quantize(frame).astype(np.uint32) * 255 // QMAX).astype(np.uint8)
+        out[i] = cv2.cvtColor(cv2.applyColorMap(grey, cv2.COLORMAP_TURBO), cv2.COLOR_BGR2RGB)
+    return out
+
+
 class DepthStatsAccumulator:
     """Running histogram of a depth camera's codes; stats of the decoded depth in the recorded unit."""
 

@@ -154,10 +154,10 @@ class DatasetReader:
             float(meta[f"videos/{key}/from_timestamp"]),
             float(meta[f"videos/{key}/to_timestamp"]),
             self.fps,
-            self._depth_quantizer(key),
+            self.depth_quantizer(key),
         )
 
-    def _depth_quantizer(self, key: str) -> DepthQuantizer | None:
+    def depth_quantizer(self, key: str) -> DepthQuantizer | None:
         """A depth camera's quantiser (its frames decode to depth in its unit), else None."""
         ft = self.features[key]
         return DepthQuantizer.from_info(ft.get("info")) if is_depth_feature(ft) else None
@@ -179,7 +179,7 @@ class DatasetReader:
             float(meta[f"videos/{key}/from_timestamp"]),
             float(meta[f"videos/{key}/to_timestamp"]),
             self.fps,
-            self._depth_quantizer(key),
+            self.depth_quantizer(key),
         )
         self._video_cache = (key, episode_index, frames)
         return frames
