@@ -457,3 +457,25 @@ def test_report_shows_depth_through_a_colour_map(tmp_path):
     sheet = np.asarray(Image.open(tmp_path / "report" / "contact_sheet_depth.png").convert("RGB"))
     colours = {tuple(c) for c in sheet.reshape(-1, 3)[::7]}
     assert len(colours) > 6  # six depths, six colours (plus labels and background)
+
+
+def test_parallel_bag_import_gives_the_serial_depth_video(tmp_path):
+    from lerobot_recorder.bag_import import import_bags
+
+    _depth_bag(tmp_path / "a", "16UC1", frames=12)
+    _depth_bag(tmp_path / "b", "16UC1", frames=9)
+    contract = Contract.from_flags(
+        15, state="/joint_states", images={"depth": "/cam/depth/image_raw"}, task="t"
+    )
+    bags = [tmp_path / "a", tmp_path / "b"]
+    import_bags(bags, contract, tmp_path / "serial", progress=False)
+    import_bags(bags, contract, tmp_path / "parallel", progress=False, jobs=2)
+    a, b = DatasetReader(tmp_path / "serial"), DatasetReader(tmp_path / "parallel")
+    assert a.features["observation.images.depth"] == b.features["observation.images.depth"]
+    for e in range(2):
+        np.testing.assert_array_equal(
+            a.video_frames("observation.images.depth", e), b.video_frames("observation.images.depth", e)
+        )
+    sa = json.loads((tmp_path / "serial/meta/stats.json").read_text())["observation.images.depth"]
+    sb = json.loads((tmp_path / "parallel/meta/stats.json").read_text())["observation.images.depth"]
+    assert sa == sb
