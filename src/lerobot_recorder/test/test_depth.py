@@ -105,15 +105,16 @@ def _depth_frames(n: int, unit: str, seed: int = 0) -> list[np.ndarray]:
 
 
 def _features(unit: str) -> dict:
+    # the depth camera first: a resume must still take the RGB camera's codec for RGB
     return {
         "observation.state": {"dtype": "float32", "shape": (2,), "names": JOINTS},
-        "observation.images.front": {"dtype": "video", "shape": (H, W, 3), "names": None},
         "observation.images.depth": {
             "dtype": "video",
             "shape": (H, W, 1),
             "names": None,
             "info": {"is_depth_map": True, "depth_unit": unit},
         },
+        "observation.images.front": {"dtype": "video", "shape": (H, W, 3), "names": None},
     }
 
 
