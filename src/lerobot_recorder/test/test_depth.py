@@ -167,6 +167,9 @@ def test_writer_stores_lerobot_06_depth_video(tmp_path, unit):
     assert len(codes) == 15
     for got, want in zip(codes, expected, strict=True):
         np.testing.assert_array_equal(got, want)
+    from lerobot_recorder.dataset.check import check_dataset
+
+    assert check_dataset(root) == []  # lerobot-dataset-info --check: every depth video decodes in full
     # our reader decodes depth in the recorded unit, within the quantisation error
     r = DatasetReader(root)
     frames = r.video_frames("observation.images.depth", 1)
