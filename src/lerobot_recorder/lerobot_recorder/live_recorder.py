@@ -80,6 +80,7 @@ class LiveConfig:
     crf: int = 30
     preset: str = ""  # "" = the writer's default; digits = a numeric (svt-av1) preset
     lerobot_version: str = "0.6"  # the LeRobot the dataset is for; 0.4.4 refuses depth cameras
+    depth_preset: str = ""  # libx265 preset of depth cameras ("" = its default, as LeRobot 0.6)
     encoder_queue_size: int = 30
     episode: EpisodeConfig = field(default_factory=EpisodeConfig)
     latency_margin_s: float = 0.1
@@ -346,6 +347,7 @@ class LiveRecorder:
             crf=self.cfg.crf,
             preset=_preset(self.cfg.preset),
             lerobot_version=self.cfg.lerobot_version,
+            depth_preset=self.cfg.depth_preset or None,
         )
         if self.writer.dropped_partial_episode:
             self.log.warning(f"{self.root}: dropped a partial episode left by an earlier crash")
@@ -388,6 +390,7 @@ class LiveRecorder:
                     preset=_preset(self.cfg.preset),
                     encoder_queue_size=self.cfg.encoder_queue_size,
                     lerobot_version=self.cfg.lerobot_version,
+                    depth_preset=self.cfg.depth_preset or None,
                 )
                 self.log.info(
                     f"created dataset {self.root} ({resolved.fps} fps, features {sorted(features)})"

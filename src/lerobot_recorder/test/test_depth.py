@@ -483,3 +483,22 @@ def test_parallel_bag_import_gives_the_serial_depth_video(tmp_path):
     sa = json.loads((tmp_path / "serial/meta/stats.json").read_text())["observation.images.depth"]
     sb = json.loads((tmp_path / "parallel/meta/stats.json").read_text())["observation.images.depth"]
     assert sa == sb
+
+
+def test_a_faster_depth_preset_gives_the_same_depth(tmp_path):
+    """libx265 is lossless here: its ultrafast preset writes the same codes (and says so in info)."""
+    depths = _depth_frames(5, "mm", seed=11)
+    for name, preset in (("default", None), ("fast", "ultrafast")):
+        with DatasetWriter.create(
+            tmp_path / name, 15, _features("mm"), vcodec="libx264", depth_preset=preset
+        ) as w:
+            _record(w, depths)
+    a, b = DatasetReader(tmp_path / "default"), DatasetReader(tmp_path / "fast")
+    np.testing.assert_array_equal(
+        a.video_frames("observation.images.depth", 0), b.video_frames("observation.images.depth", 0)
+    )
+    assert a.features["observation.images.depth"]["info"]["video.preset"] is None
+    assert b.features["observation.images.depth"]["info"]["video.preset"] == "ultrafast"
+    with pytest.raises(DatasetError, match="depth_preset 'turbo' is not a libx265 preset"):
+        DatasetWriter.create(tmp_path / "bad", 15, _features("mm"), depth_preset="turbo")
+    assert not (tmp_path / "bad").exists()

@@ -44,6 +44,19 @@ DEPTH_PIX_FMT = "gray12le"
 DEPTH_G = 2
 DEPTH_CRF = 30
 DEPTH_EXTRA_OPTIONS = {"x265-params": "lossless=1"}
+# libx265's speed presets; the depth video is lossless, so they change speed and size, not the codes
+X265_PRESETS = (
+    "ultrafast",
+    "superfast",
+    "veryfast",
+    "faster",
+    "fast",
+    "medium",
+    "slow",
+    "slower",
+    "veryslow",
+    "placebo",
+)
 DEPTH_MIN_SIZE = 16  # libx265 opens no smaller picture (measured: 16x16 and 17x16 open, 15x16 not)
 DEFAULT_DEPTH_MIN = 0.01
 DEFAULT_DEPTH_MAX = 10.0
