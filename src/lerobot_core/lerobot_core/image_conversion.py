@@ -42,6 +42,7 @@ __all__ = [
     "SUPPORTED_ENCODINGS",
     "RGB_ENCODINGS",
     "DEPTH_ENCODINGS",
+    "AUTO_DEPTH_ENCODINGS",
     "image_msg_to_depth",
     "image_msg_to_array",
     "image_msg_to_rgb",
@@ -83,6 +84,9 @@ RGB_ENCODINGS = ("rgb8", "bgr8", "rgba8", "bgra8", "mono8", "8UC1", "8UC3", "8UC
 # depth encodings -> the unit of their values (REP 118: 16-bit millimetres, 32-bit float metres);
 # a RealSense aligned depth image (aligned_depth_to_color/image_raw) is 16UC1 in millimetres
 DEPTH_ENCODINGS = {"16UC1": "mm", "mono16": "mm", "32FC1": "m"}
+# the encodings REP 118 gives depth images: a camera in one of these is taken as depth unless told;
+# mono16 (a 16-bit grey image, e.g. infrared) is depth only when a contract says so
+AUTO_DEPTH_ENCODINGS = ("16UC1", "32FC1")
 
 _JPEG_MAGIC = b"\xff\xd8\xff"
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -273,11 +273,13 @@ def test_contract_detects_depth_from_the_first_image():
         ),
         ({}, "16SC1", r"topic /cam/depth/image_raw: encoding '16SC1' cannot be recorded \(supported: RGB"),
         ({"depth": False}, "16UC1", r"topic /cam/depth/image_raw: encoding '16UC1' is a depth encoding"),
+        # mono16 (16-bit grey, e.g. infrared) is depth only when the contract says so
+        ({}, "mono16", r"encoding 'mono16' cannot be recorded .*; set 'depth: true' to record it as depth"),
     ],
 )
 def test_unsupported_depth_encoding_names_topic_and_encoding(cam, encoding, message):
     arr = np.zeros((H, W, 3), np.uint8) if encoding == "bgr8" else np.zeros((H, W), np.int16)
-    if encoding == "16UC1":
+    if encoding in ("16UC1", "mono16"):
         arr = np.zeros((H, W), np.uint16)
     msg = bag_io.image(0, arr, encoding)
     with pytest.raises(ValueError, match=message):
@@ -293,6 +295,9 @@ def test_contract_file_depth_keys_are_checked():
         ContractError, match=r"features.observation.images.depth.depth: expected true or false"
     ):
         _contract(depth="yes")
+    mono16 = bag_io.image(0, np.full((H, W), 700, np.uint16), "mono16")
+    feat = _contract(depth=True).resolve({"/cam/depth/image_raw": mono16}).features()
+    assert feat["observation.images.depth"]["info"] == {"is_depth_map": True, "depth_unit": "mm"}
     # an encoding that is a depth encoding makes a depth camera; with a size no message is needed
     c = _contract(encoding="32FC1", height=H, width=W)
     feat = c.resolve({"/joint_states": bag_io.joint_state(0, JOINTS, [0, 0])}).features()

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from lerobot_core.image_conversion import (
+    AUTO_DEPTH_ENCODINGS,
     DEPTH_ENCODINGS,
     RGB_ENCODINGS,
     compressed_format_kind,
@@ -197,10 +198,13 @@ def _check_raw_header(src: ImageSource, msg) -> None:
             raise ValueError(
                 f"topic {src.topic}: encoding {enc!r} cannot be recorded as RGB (supported: {', '.join(RGB_ENCODINGS)})"
             )
-        if enc not in DEPTH_ENCODINGS:
+        if enc not in AUTO_DEPTH_ENCODINGS:
+            hint = (
+                "; set 'depth: true' to record it as depth in millimetres" if enc in DEPTH_ENCODINGS else ""
+            )
             raise ValueError(
                 f"topic {src.topic}: encoding {enc!r} cannot be recorded (supported: RGB "
-                f"{', '.join(RGB_ENCODINGS)}; depth {', '.join(DEPTH_ENCODINGS)})"
+                f"{', '.join(RGB_ENCODINGS)}; depth {', '.join(DEPTH_ENCODINGS)}){hint}"
             )
 
 
@@ -227,7 +231,7 @@ def decode_image(src: ImageSource, msg) -> np.ndarray:
     """HxWx3 uint8 RGB, or for a depth camera HxW depth in its unit (uint16 mm, float32 m)."""
     check, decode = IMAGE_READERS[src.msgtype]
     check(src, msg)
-    if src.depth is None and str(getattr(msg, "encoding", "")) in DEPTH_ENCODINGS:
+    if src.depth is None and str(getattr(msg, "encoding", "")) in AUTO_DEPTH_ENCODINGS:
         decode = image_msg_to_depth  # an unresolved camera (resolve() decides from this image)
     elif src.depth:
         decode = image_msg_to_depth

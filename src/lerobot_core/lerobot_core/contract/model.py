@@ -17,7 +17,7 @@ import yaml
 
 from lerobot_core import units, yaml_io
 from lerobot_core.alignment import HOLD, StreamSpec
-from lerobot_core.image_conversion import DEPTH_ENCODINGS
+from lerobot_core.image_conversion import AUTO_DEPTH_ENCODINGS, DEPTH_ENCODINGS
 from lerobot_core.time import stamp_to_ns
 
 from .extraction import (
@@ -199,7 +199,7 @@ class Contract:
                 src = replace(src, height=h, width=w)
                 if src.msgtype == IMAGE and src.depth is not False:
                     enc = str(msg.encoding)  # a depth camera keeps its first image's encoding (its unit)
-                    depth = enc in DEPTH_ENCODINGS
+                    depth = enc in (DEPTH_ENCODINGS if src.depth else AUTO_DEPTH_ENCODINGS)
                     src = replace(src, depth=depth, encoding=enc if depth else src.encoding)
             elif src.height is None or src.width is None:
                 raise ValueError(
