@@ -713,7 +713,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--lerobot-version",
         default="0.6",
         help="LeRobot version the dataset is for: 0.6 (default) or 0.4.4. Both read what we write, except "
-        "depth cameras (16UC1 / mono16 / 32FC1 images), which are stored as LeRobot 0.6's depth video and "
+        "depth cameras (16UC1 / 32FC1 images; mono16 with a contract saying depth: true), which are stored as LeRobot 0.6's depth video and "
         "are an error for 0.4.4",
     )
     p.add_argument(
