@@ -343,7 +343,8 @@ def _check_same_features(reference: dict, other: dict, where: str) -> None:
 def _describe(ft: dict | None) -> str:
     if not ft:
         return "-"
-    return f"{ft['dtype']}{tuple(ft['shape'])} {ft.get('names') if ft['dtype'] != 'video' else ''}".strip()
+    text = f"{ft['dtype']}{tuple(ft['shape'])} {ft.get('names') if ft['dtype'] != 'video' else ''}".strip()
+    return f"{text} depth in {ft['depth_unit']}" if ft.get("depth_unit") else text
 
 
 # ---------------------------------------------------------------------- import
@@ -429,6 +430,9 @@ def import_bags(
             for k, v in user.items():  # units too, where the dataset recorded them (older ones did not)
                 if v.get("units") is not None and k in wanted:
                     existing[k]["units"], wanted[k]["units"] = v["units"], features[k].get("units")
+                if (v.get("info") or {}).get("depth_unit") and k in wanted:  # a depth camera's unit
+                    existing[k]["depth_unit"] = v["info"]["depth_unit"]
+                    wanted[k]["depth_unit"] = (features[k].get("info") or {}).get("depth_unit")
             if int(writer.fps) != int(resolved.fps):
                 writer.finalize()
                 raise BagImportError(

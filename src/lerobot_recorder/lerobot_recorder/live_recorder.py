@@ -408,6 +408,13 @@ class LiveRecorder:
                             f"feature {k} of the contract ({tuple(v['shape'])}, {v.get('names')}) does not "
                             f"match the dataset being resumed ({got}); use a new dataset_root"
                         )
+                    unit = (v.get("info") or {}).get("depth_unit")
+                    had = (self.writer.features[k].get("info") or {}).get("depth_unit")
+                    if unit != had and (unit or had):
+                        raise EpisodeError(
+                            f"depth camera {k}: the topic's depth is in {unit}, the dataset being resumed "
+                            f"holds it in {had}; use a new dataset_root"
+                        )
                 extra = set(have) - set(features) - set(dsfmt.DEFAULT_FEATURES)
                 if extra:
                     raise EpisodeError(

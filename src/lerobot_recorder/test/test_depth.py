@@ -507,3 +507,18 @@ def test_a_faster_depth_preset_gives_the_same_depth(tmp_path):
     with pytest.raises(DatasetError, match="depth_preset 'turbo' is not a libx265 preset"):
         DatasetWriter.create(tmp_path / "bad", 15, _features("mm"), depth_preset="turbo")
     assert not (tmp_path / "bad").exists()
+
+
+def test_resuming_a_depth_camera_with_another_unit_is_an_error(tmp_path, capsys):
+    _depth_bag(tmp_path / "mm", "16UC1", frames=6)
+    _depth_bag(tmp_path / "m", "32FC1", frames=6)
+    base = ["--fps", "15", "--state", "/joint_states", "--image", "depth=/cam/depth/image_raw", "--task", "t"]
+    out = str(tmp_path / "ds")
+    assert bag_import_main([str(tmp_path / "mm"), "-o", out, *base, "--no-progress"]) == 0
+    rc = bag_import_main([str(tmp_path / "m"), "-o", out, *base, "--no-progress", "--resume"])
+    err = capsys.readouterr().err
+    assert (
+        rc == 2
+        and "observation.images.depth: video(48, 64, 1) depth in mm vs video(48, 64, 1) depth in m" in err
+    )
+    assert DatasetReader(tmp_path / "ds").num_episodes == 1

@@ -97,3 +97,20 @@ def test_recorder_for_lerobot_044_refuses_depth_cameras(tmp_path):
     assert "LeRobot 0.4.4 has no depth video" in out and "observation.images.top_depth" in out, out[-3000:]
     assert "Traceback" not in out
     assert not (tmp_path / "ds" / "meta" / "info.json").exists()
+
+
+def test_resuming_with_a_depth_topic_in_another_unit_fails_clearly(tmp_path):
+    args = ("--width", str(WIDTH), "--height", str(HEIGHT), "--depth-cameras")
+    with Sources(*args, "wrist:16UC1,top:32FC1"):
+        proc = _recorder(tmp_path, episode_time_s=1.0)
+        with proc:
+            assert wait_until(lambda: proc.returncode is not None, 120), proc.output()[-3000:]
+    assert proc.returncode == 0, proc.output()[-3000:]
+    with Sources(*args, "wrist:16UC1,top:16UC1"):  # the top camera now publishes millimetres
+        proc = _recorder(tmp_path, episode_time_s=1.0, resume=True)
+        with proc:
+            assert wait_until(lambda: proc.returncode is not None, 120), proc.output()[-3000:]
+    out = proc.output()
+    assert proc.returncode == 1, out[-3000:]
+    assert "depth camera observation.images.top_depth: the topic's depth is in mm" in out, out[-3000:]
+    assert DatasetReader(tmp_path / "ds").num_episodes == 1
