@@ -201,7 +201,10 @@ def test_writer_checks_depth_frames(tmp_path):
 def test_depth_feature_needs_one_channel_and_a_unit(tmp_path):
     feats = _features("mm")
     feats["observation.images.depth"]["shape"] = (H, W, 3)
-    with pytest.raises(DatasetError, match=r"depth maps \(height, width, 1\)"):
+    with pytest.raises(
+        DatasetError,
+        match=r"depth maps \(info.is_depth_map true\) \(height, width, 1\); got \(48, 64, 3\) for a depth map",
+    ):
         DatasetWriter.create(tmp_path / "a", 15, feats)
     feats = _features("mm")
     feats["observation.images.depth"]["shape"] = (15, W, 1)

@@ -106,8 +106,8 @@ def normalize_features(features: Mapping[str, Mapping]) -> dict[str, dict]:
         if dtype == VIDEO_DTYPE:
             if len(shape) != 3 or shape[2] != (1 if depth else 3):
                 raise DatasetError(
-                    f"{where}: video features are (height, width, 3), depth maps (height, width, 1) "
-                    f"with info.is_depth_map true; got {shape}" + (" with is_depth_map" if depth else "")
+                    f"{where}: video features are (height, width, 3), depth maps (info.is_depth_map "
+                    f"true) (height, width, 1); got {shape}{' for a depth map' if depth else ''}"
                 )
             if names is None:
                 names = ["height", "width", "channels"]

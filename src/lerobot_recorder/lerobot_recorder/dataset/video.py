@@ -367,6 +367,7 @@ class CameraEncoder:
     ):
         self.key = key
         self.depth = depth
+        self._last_dts: int | None = None  # depth: the last packet's decode timestamp (sane_dts)
         self.nice = nice
         self.native_id: int | None = None  # the encoder thread's kernel id, once it runs
         self.path = Path(path)
@@ -504,7 +505,7 @@ class CameraEncoder:
 
     def _mux(self, container, packet) -> None:
         if self.depth is not None:
-            self._last_dts = sane_dts(packet, getattr(self, "_last_dts", None))
+            self._last_dts = sane_dts(packet, self._last_dts)
         container.mux(packet)
         self.packets_muxed += 1
 
