@@ -138,6 +138,23 @@ def _quiet_x265(options: Mapping[str, str]) -> dict[str, str]:
     return {**options, "x265-params": ":".join(p for p in (params, "log-level=error") if p)}
 
 
+def _rgb_encoder_info(options: Mapping[str, str]) -> dict:
+    """The encoder fields LeRobot 0.6.1 records for an RGB video, from the options we encoded with."""
+
+    def value(key: str):
+        v = options.get(key)
+        return int(v) if isinstance(v, str) and v.lstrip("-").isdigit() else v
+
+    return {
+        "video.g": value("g"),
+        "video.crf": value("crf"),
+        "video.preset": value("preset"),
+        "video.fast_decode": 0,
+        "video.video_backend": "pyav",
+        "video.extra_options": {},
+    }
+
+
 def _depth_encoder_info(preset: str | None) -> dict:
     """The encoder fields LeRobot 0.6.1 records for a depth video (``video.<DepthEncoderConfig field>``)."""
     return {
@@ -806,7 +823,9 @@ class DatasetWriter:
                     merged = {**vinfo, **video_info(ep_mp4, is_depth_feature(info["features"][key]))}
                     if key in self._depth:  # 0.6 reads its DepthEncoderConfig back from these
                         merged.update(_depth_encoder_info(self._depth_preset))
-                    merged.update(self._depth[key].info() if key in self._depth else {})
+                        merged.update(self._depth[key].info())
+                    else:  # and its RGBEncoderConfig from these (0.4.4 ignores them)
+                        merged.update(_rgb_encoder_info(self._options))
                     info["features"][key]["info"] = merged
             meta.update(flatten_episode_stats(ep_stats))
             # ---- episodes metadata parquet
