@@ -303,11 +303,14 @@ class DatasetWriter:
         encoder = resolve_encoder(vcodec) if fmt.video_keys(feats) else vcodec
         for key in fmt.video_keys(feats):  # refused settings fail here, before anything is written
             height, width = feats[key]["shape"][:2]
+            depth = is_depth_feature(feats[key])  # depth cameras: LeRobot 0.6's depth encoder
             try:
                 check_encoder_settings(
-                    encoder,
-                    encoder_pix_fmt(encoder, pix_fmt),
-                    codec_options(encoder, g, crf, preset),
+                    DEPTH_VCODEC if depth else encoder,
+                    DEPTH_PIX_FMT if depth else encoder_pix_fmt(encoder, pix_fmt),
+                    _quiet_x265(depth_encoder_options(depth_preset))
+                    if depth
+                    else codec_options(encoder, g, crf, preset),
                     int(fps),
                     width,
                     height,
