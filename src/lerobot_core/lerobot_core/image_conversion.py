@@ -13,6 +13,9 @@ API
         of an immutable one (``bytes``, what rosbags deserializes into: no copy per frame).
     image_msg_to_rgb(msg) -> HxWx3 uint8
         rgb8, bgr8, rgba8, bgra8, mono8 (and their 8UC1 / 8UC3 / 8UC4 aliases) converted to RGB.
+    image_msg_to_depth(msg) -> HxW uint16 (millimetres) or float32 (metres)
+        Depth images as REP 118 defines them: 16UC1 (and mono16) in millimetres, 32FC1 in metres
+        (NaN / +-Inf mark invalid pixels). ``DEPTH_ENCODINGS`` maps each to its unit.
     compressed_msg_to_rgb(msg) -> HxWx3 uint8
         CompressedImage whose ``format`` names jpeg or png (``"jpeg"``, ``"png"``,
         ``"rgb8; jpeg compressed bgr8"``, ...). The bytes must really be that format.
@@ -38,6 +41,9 @@ import numpy as np
 __all__ = [
     "SUPPORTED_ENCODINGS",
     "RGB_ENCODINGS",
+    "DEPTH_ENCODINGS",
+    "AUTO_DEPTH_ENCODINGS",
+    "image_msg_to_depth",
     "image_msg_to_array",
     "image_msg_to_rgb",
     "compressed_msg_to_rgb",
@@ -74,6 +80,13 @@ SUPPORTED_ENCODINGS = tuple(_ENCODINGS)
 
 # encodings image_msg_to_rgb accepts; 8UCx follow OpenCV's convention (BGR channel order)
 RGB_ENCODINGS = ("rgb8", "bgr8", "rgba8", "bgra8", "mono8", "8UC1", "8UC3", "8UC4")
+
+# depth encodings -> the unit of their values (REP 118: 16-bit millimetres, 32-bit float metres);
+# a RealSense aligned depth image (aligned_depth_to_color/image_raw) is 16UC1 in millimetres
+DEPTH_ENCODINGS = {"16UC1": "mm", "mono16": "mm", "32FC1": "m"}
+# the encodings REP 118 gives depth images: a camera in one of these is taken as depth unless told;
+# mono16 (a 16-bit grey image, e.g. infrared) is depth only when a contract says so
+AUTO_DEPTH_ENCODINGS = ("16UC1", "32FC1")
 
 _JPEG_MAGIC = b"\xff\xd8\xff"
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -161,6 +174,17 @@ def image_msg_to_rgb(msg) -> np.ndarray:
         return np.ascontiguousarray(arr[:, :, 2::-1])
     # mono8 / 8UC1
     return np.repeat(arr[:, :, None], 3, axis=2)
+
+
+def image_msg_to_depth(msg) -> np.ndarray:
+    """A depth sensor_msgs/Image as an HxW array: uint16 millimetres (16UC1, mono16) or float32
+    metres (32FC1), in the unit ``DEPTH_ENCODINGS[msg.encoding]`` names."""
+    encoding = str(msg.encoding)
+    if encoding not in DEPTH_ENCODINGS:
+        raise ValueError(
+            f"image encoding {encoding!r} is not a depth encoding; supported: {', '.join(DEPTH_ENCODINGS)}"
+        )
+    return image_msg_to_array(msg)
 
 
 def compressed_format_kind(fmt: str) -> str:

@@ -7,10 +7,12 @@ import pytest
 from rosbags.typesys import Stores, get_typestore
 
 from lerobot_core.image_conversion import (
+    DEPTH_ENCODINGS,
     compressed_msg_to_rgb,
     encode_compressed,
     fill_image_msg,
     image_msg_to_array,
+    image_msg_to_depth,
     image_msg_to_rgb,
 )
 
@@ -254,3 +256,17 @@ def test_compressed_errors_are_clear():
         compressed_msg_to_rgb(_compressed("png", png[:40]))
     with pytest.raises(ValueError, match="quality"):
         encode_compressed(_test_image(), "jpeg", quality=101)
+
+
+@MAKERS
+def test_depth_images_keep_their_unit_and_byte_order(make):
+    """16UC1 (REP 118: millimetres) and 32FC1 (metres, NaN = no reading), little and big endian."""
+    assert DEPTH_ENCODINGS == {"16UC1": "mm", "mono16": "mm", "32FC1": "m"}
+    mm = np.array([[0, 500], [1234, 65535]], dtype=np.uint16)
+    out = image_msg_to_depth(make(2, 2, "16UC1", 4, mm.astype(">u2").tobytes(), is_bigendian=1))
+    assert out.dtype == np.uint16 and out.tolist() == mm.tolist()
+    m = np.array([[np.nan, 0.5], [1.25, np.inf]], dtype=np.float32)
+    out = image_msg_to_depth(make(2, 2, "32FC1", 8, m.astype("<f4").tobytes()))
+    assert out.dtype == np.float32 and np.isnan(out[0, 0]) and out[1].tolist() == [1.25, np.inf]
+    with pytest.raises(ValueError, match="image encoding 'rgb8' is not a depth encoding; supported: 16UC1"):
+        image_msg_to_depth(make(1, 1, "rgb8", 3, b"abc"))

@@ -5,7 +5,8 @@
 Without a contract: ``observation.state`` -> ``/joint_states`` and ``action`` ->
 ``/action/joint_states`` (sensor_msgs/JointState; feature names ``<joint>.pos`` / ``.vel`` /
 ``.effort`` fill position / velocity / effort), each camera ``observation.images.<name>`` ->
-``/cameras/<name>/image_raw`` (sensor_msgs/Image rgb8), the task -> ``/task`` (std_msgs/String,
+``/cameras/<name>/image_raw`` (sensor_msgs/Image rgb8; a depth camera as the depth image it was
+recorded from, 16UC1 millimetres or 32FC1 metres, decoded within its quantisation error), the task -> ``/task`` (std_msgs/String,
 once per change). Values are written as stored (radians when recorded with the default units).
 With ``--config``, the contract's topics are used for JointState and Image sources and its unit
 conversion is inverted (degrees / normalized back to radians). Message stamps and log times are
@@ -30,6 +31,7 @@ from lerobot_core.contract import IMAGE, IMAGE_PREFIX, JOINT_STATE, Contract, Co
 from lerobot_core.topics import camera_name, camera_topic
 
 from . import bag_io
+from .dataset.depth import DepthQuantizer, is_depth_feature
 from .dataset.video import iter_frames
 
 __all__ = ["ExportError", "export_episode", "main"]
@@ -158,6 +160,7 @@ def export_episode(
     n = len(columns["frame_index"])
     targets = _contract_targets(contract, reader.features) if contract else _default_targets(reader.features)
     cameras = {}
+    depth_keys = [k for k in reader.video_keys if is_depth_feature(reader.features[k])]
     for key in reader.video_keys:
         topic = "/" + camera_topic(camera_name(key)) if key.startswith(IMAGE_PREFIX) else f"/{key}"
         if contract and key in contract.images and contract.images[key].msgtype == IMAGE:
@@ -165,10 +168,15 @@ def export_episode(
         path = Path(dataset) / dsfmt.video_path(
             key, meta[f"videos/{key}/chunk_index"], meta[f"videos/{key}/file_index"]
         )
+        depth = DepthQuantizer.from_info(reader.features[key].get("info")) if key in depth_keys else None
         frames = iter_frames(
-            path, float(meta[f"videos/{key}/from_timestamp"]), float(meta[f"videos/{key}/to_timestamp"]), fps
+            path,
+            float(meta[f"videos/{key}/from_timestamp"]),
+            float(meta[f"videos/{key}/to_timestamp"]),
+            fps,
+            depth,
         )
-        cameras[key] = (topic, frames)
+        cameras[key] = (topic, frames, depth)
     base = int(start_ns) if start_ns is not None else time.time_ns()
     counts: dict[str, int] = {}
     ts = bag_io.typestore()
@@ -197,12 +205,17 @@ def export_episode(
                     for t in tlist:
                         values = (row[t.columns] - t.offset) / t.scale
                         write(t.topic, _joint_state(stamp, t, values), stamp)
-                for key, (topic, frames) in cameras.items():
+                for key, (topic, frames, depth) in cameras.items():
                     frame = next(frames, None)
                     if frame is None:
                         raise ExportError(
                             f"{dataset}: {key}: the video ends before frame {i} of episode {episode}"
                         )
+                    if depth is not None:  # back to the depth image it was: 16UC1 mm or 32FC1 m
+                        frame = np.rint(frame).astype(np.uint16) if depth.unit == "mm" else frame
+                        enc = "16UC1" if depth.unit == "mm" else "32FC1"
+                        write(topic, bag_io.image(stamp, frame, enc, frame_id=key), stamp)
+                        continue
                     write(topic, bag_io.image(stamp, frame, "rgb8", frame_id=key), stamp)
     except BaseException as exc:
         import shutil

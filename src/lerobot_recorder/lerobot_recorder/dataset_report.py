@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from .dataset import DatasetError, DatasetReader
+from .dataset.depth import depth_preview
 
 DEFAULT_COLUMNS = ("timestamp", "frame_index", "episode_index", "index", "task_index")
 STATE, ACTION = "observation.state", "action"
@@ -272,6 +273,9 @@ def write_report(
         frames = reader.video_frames(key, episode_index)
         if len(frames) == 0:
             raise DatasetError(f"{key}: the video holds no frame of episode {episode_index}")
+        depth = reader.depth_quantizer(key)
+        if depth is not None:  # a depth camera: its depth through a colour map
+            frames = depth_preview(frames, depth)
         pick = np.unique(np.linspace(0, len(frames) - 1, min(sheet_frames, len(frames))).round().astype(int))
         pick = pick[pick < len(t)]
         sheet = contact_sheet(frames[pick], np.asarray(cols["frame_index"])[pick], t[pick])

@@ -27,6 +27,7 @@ import numpy as np
 from lerobot_core import cli
 
 from .dataset import DatasetError, DatasetReader
+from .dataset.depth import depth_preview
 from .dataset_report import ACTION, STATE, flag_columns, write_report
 
 PROG = "lerobot-ros-dataset-viz"
@@ -68,6 +69,9 @@ def log_episode(rec, reader: DatasetReader, episode_index: int, jpeg_quality: in
     for key in reader.camera_keys:
         name = key.removeprefix("observation.images.")
         video = reader.video_frames(key, episode_index)
+        depth = reader.depth_quantizer(key)
+        if depth is not None:  # a depth camera: its depth through a colour map
+            video = depth_preview(video, depth)
         for i, (frame, t) in enumerate(zip(frames, seconds, strict=True)):
             if i >= len(video):
                 break

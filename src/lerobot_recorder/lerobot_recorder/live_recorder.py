@@ -81,6 +81,8 @@ class LiveConfig:
     vcodec: str = "libsvtav1"
     crf: int = 30
     preset: str = ""  # "" = the writer's default; digits = a numeric (svt-av1) preset
+    lerobot_version: str = "0.6"  # the LeRobot the dataset is for; 0.4.4 refuses depth cameras
+    depth_preset: str = ""  # libx265 preset of depth cameras ("" = its default, as LeRobot 0.6)
     encoder_queue_size: int = 30
     episode: EpisodeConfig = field(default_factory=EpisodeConfig)
     latency_margin_s: float = 0.1
@@ -352,6 +354,8 @@ class LiveRecorder:
             encoder_queue_size=self.cfg.encoder_queue_size,
             crf=self.cfg.crf,
             preset=_preset(self.cfg.preset),
+            lerobot_version=self.cfg.lerobot_version,
+            depth_preset=self.cfg.depth_preset or None,
         )
         if self.writer.dropped_partial_episode:
             self.log.warning(f"{self.root}: dropped a partial episode left by an earlier crash")
@@ -393,6 +397,8 @@ class LiveRecorder:
                     crf=self.cfg.crf,
                     preset=_preset(self.cfg.preset),
                     encoder_queue_size=self.cfg.encoder_queue_size,
+                    lerobot_version=self.cfg.lerobot_version,
+                    depth_preset=self.cfg.depth_preset or None,
                 )
                 self.log.info(
                     f"created dataset {self.root} ({resolved.fps} fps, features {sorted(features)})"
@@ -409,6 +415,13 @@ class LiveRecorder:
                         raise EpisodeError(
                             f"feature {k} of the contract ({tuple(v['shape'])}, {v.get('names')}) does not "
                             f"match the dataset being resumed ({got}); use a new dataset_root"
+                        )
+                    unit = (v.get("info") or {}).get("depth_unit")
+                    had = (self.writer.features[k].get("info") or {}).get("depth_unit")
+                    if unit != had and (unit or had):
+                        raise EpisodeError(
+                            f"depth camera {k}: the topic's depth is in {unit}, the dataset being resumed "
+                            f"holds it in {had}; use a new dataset_root"
                         )
                 extra = set(have) - set(features) - set(dsfmt.DEFAULT_FEATURES)
                 if extra:

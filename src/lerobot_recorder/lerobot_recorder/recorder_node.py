@@ -52,6 +52,8 @@ from lerobot_core.ros.params import declare
 from lerobot_msgs.action import RecordEpisode
 from lerobot_msgs.msg import EpisodeInfo, RecorderStatus, StreamStatus
 from lerobot_msgs.srv import StartEpisode
+from lerobot_recorder.dataset import DatasetError
+from lerobot_recorder.dataset.depth import X265_PRESETS, check_lerobot_version
 from lerobot_recorder.episode_control import EpisodeConfig, EpisodeError, State, check_episode_boundaries
 from lerobot_recorder.live_recorder import MODES, LiveConfig, LiveRecorder, NoMessageYetError, RecorderError
 
@@ -170,6 +172,17 @@ class RecorderNode(LifecycleNode):
         p("vcodec", "libsvtav1", "video codec (libsvtav1, libx264, h264, ...)")
         p("crf", 30, "video quality (lower = better, bigger)", range=(0, 63))
         p(
+            "lerobot_version",
+            "0.6",
+            "LeRobot version the dataset is for: 0.6 (default) or 0.4.4; depth cameras need 0.6",
+        )
+        p(
+            "depth_preset",
+            "",
+            "libx265 preset of depth cameras ('' = its default, as LeRobot 0.6; ultrafast ~5x faster, "
+            "same depth: the encoding is lossless)",
+        )
+        p(
             "preset",
             "",
             "encoder preset: svt-av1 0-13, x264 ultrafast..veryslow; '' = LeRobot 0.4.4's quality (svt-av1 10)",
@@ -215,6 +228,15 @@ class RecorderNode(LifecycleNode):
         if not root and not (mode == "raw" and g("raw_dir").value):
             raise RecorderError("parameter 'dataset_root' is empty: give the dataset folder")
         streams = tuple(s for s in g("streams").value if s)
+        try:
+            check_lerobot_version(str(g("lerobot_version").value))
+        except DatasetError as exc:
+            raise RecorderError(f"parameter 'lerobot_version': {exc}") from None
+        if str(g("depth_preset").value) not in ("", *X265_PRESETS):
+            raise RecorderError(
+                f"parameter 'depth_preset' must be '' or one of {', '.join(X265_PRESETS)}, "
+                f"got {g('depth_preset').value!r}"
+            )
         boundaries = check_episode_boundaries(str(g("episode_boundaries").value))
         info_topic = self.resolve_topic_name(str(g("episode_info_topic").value))
         episode = EpisodeConfig(
@@ -231,6 +253,8 @@ class RecorderNode(LifecycleNode):
             vcodec=str(g("vcodec").value),
             crf=int(g("crf").value),
             preset=str(g("preset").value),
+            lerobot_version=str(g("lerobot_version").value),
+            depth_preset=str(g("depth_preset").value),
             encoder_queue_size=int(g("encoder_queue_size").value),
             episode=episode,
             latency_margin_s=float(g("latency_margin_s").value),

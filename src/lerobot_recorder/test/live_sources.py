@@ -6,7 +6,9 @@
 Each camera publishes rgb8 sensor_msgs/Image on /cameras/<name>/image_raw (best effort, like a
 camera driver) with header.stamp = capture time; the image carries its sequence number in the top
 left 8x8 block (value = seq % 256) on a moving gradient. Joint states are SO-101 sinusoids.
-Runs until SIGINT/SIGTERM, or for --duration seconds.
+--depth-cameras name:16UC1,name2:32FC1 adds depth cameras on /cameras/<name>/depth/image_raw
+(depth_image(): a ramp that moves with seq, with invalid pixels). Runs until SIGINT/SIGTERM, or for
+--duration seconds.
 """
 
 from __future__ import annotations
@@ -53,11 +55,32 @@ def camera_image(base: np.ndarray, seq: int, camera: int) -> np.ndarray:
     return img
 
 
+def depth_image(height: int, width: int, seq: int, encoding: str) -> np.ndarray:
+    """Depth image `seq`: a ramp from 0.3 m across and down, moving 5 mm per image, with the top-left
+    8x8 block at (100 + seq % 50) * 10 mm (the sequence marker) and the bottom-right 4x4 block invalid
+    (0 in 16UC1, NaN in 32FC1). uint16 millimetres for 16UC1, float32 metres for 32FC1."""
+    yy, xx = np.mgrid[0:height, 0:width]
+    mm = 300.0 + 20.0 * xx + 7.0 * yy + 5.0 * (seq % 200)
+    mm[:8, :8] = (100 + seq % 50) * 10.0
+    if encoding == "32FC1":
+        out = (mm / 1000.0).astype(np.float32)
+        out[-4:, -4:] = np.nan
+        return out
+    out = mm.astype(np.uint16)
+    out[-4:, -4:] = 0
+    return out
+
+
 class Sources(Node):
     def __init__(self, args):
         super().__init__("live_sources")
         self.args = args
         self.cams = [c for c in args.cameras.split(",") if c]
+        self.depth_cams = dict(c.split(":", 1) for c in args.depth_cameras.split(",") if c)
+        self.depth_pubs = {
+            c: self.create_publisher(Image, f"/cameras/{c}/depth/image_raw", IMAGE_QOS)
+            for c in self.depth_cams
+        }
         self.img_pubs = {
             c: self.create_publisher(Image, f"/cameras/{c}/image_raw", IMAGE_QOS) for c in self.cams
         }
@@ -78,6 +101,12 @@ class Sources(Node):
         """All cameras at once (one capture instant, like a synchronized rig)."""
         for i in range(len(self.cams)):
             self.publish_camera(i)
+        for cam, encoding in self.depth_cams.items():
+            msg = Image()
+            msg.header.stamp = self.get_clock().now().to_msg()
+            msg.header.frame_id = f"{cam}_depth_optical"
+            fill_image_msg(msg, depth_image(self.args.height, self.args.width, self.seq, encoding), encoding)
+            self.depth_pubs[cam].publish(msg)
         self.seq += 1
 
     def publish_camera(self, i: int, seq: int | None = None) -> None:
@@ -140,6 +169,7 @@ def main(argv=None) -> int:
     ap.add_argument("--width", type=int, default=160)
     ap.add_argument("--height", type=int, default=120)
     ap.add_argument("--fps", type=float, default=30.0)
+    ap.add_argument("--depth-cameras", default="", help="name:16UC1,name:32FC1 (published with --cameras)")
     ap.add_argument("--joint-topics", default="/joint_states,/leader/joint_states")
     ap.add_argument("--joint-rate", type=float, default=100.0)
     ap.add_argument("--duration", type=float, default=0.0)

@@ -221,17 +221,15 @@ def test_encoding_mismatch_and_zero_stamps(tmp_path):
         BagImportError, match=rf"bgr: topic {CAM}: encoding 'bgr8' does not match the contract's 'rgb8'"
     ):
         import_bags([bag], contract, tmp_path / "ds", progress=False)
-    depth = write_bag(
+    depth = write_bag(  # 16UC1 is a depth camera now (test_depth.py); 16SC1 is neither RGB nor depth
         tmp_path / "depth",
         "mcap",
-        [(T0 + i, CAM, bag_io.image(T0 + i, np.zeros((4, 4), np.uint16), "16UC1")) for i in range(3)],
+        [(T0 + i, CAM, bag_io.image(T0 + i, np.zeros((4, 4), np.int16), "16SC1")) for i in range(3)],
     )
     any_encoding = Contract.from_dict(
         {"fps": 30, "task": "t", "features": {"observation.images.front": {"topic": CAM}}}
     )
-    with pytest.raises(
-        BagImportError, match=rf"depth: topic {CAM}: encoding '16UC1' cannot be recorded as RGB"
-    ):
+    with pytest.raises(BagImportError, match=rf"depth: topic {CAM}: encoding '16SC1' cannot be recorded"):
         import_bags([depth], any_encoding, tmp_path / "ds", progress=False)
     zero = write_bag(
         tmp_path / "zero",

@@ -216,10 +216,11 @@ def test_message_errors_name_the_topic():
     )
     with pytest.raises(ValueError, match="/c: encoding 'bgr8' does not match the contract's 'rgb8'"):
         ci.extract("/c", bag_io.image(1, np.zeros((2, 2, 3), np.uint8), "bgr8"))
-    with pytest.raises(ValueError, match="/c: encoding '16UC1' cannot be recorded as RGB"):
+    # 16UC1 is a depth camera now (test_depth.py); an encoding neither RGB nor depth is named
+    with pytest.raises(ValueError, match="/c: encoding '16SC1' cannot be recorded"):
         Contract.from_dict(
             {"fps": 5, "task": "t", "features": {"observation.images.c": {"topic": "/c"}}}
-        ).extract("/c", bag_io.image(1, np.zeros((2, 2), np.uint16), "16UC1"))
+        ).extract("/c", bag_io.image(1, np.zeros((2, 2), np.int16), "16SC1"))
 
 
 @pytest.mark.parametrize(

@@ -89,6 +89,14 @@ def test_round_trip_values_and_layout(tmp_path):
         "video.fps": FPS,
         "video.channels": 3,
         "has_audio": False,
+        "is_depth_map": False,  # LeRobot 0.6 reads the flag top-level (0.4.4 wrote video.is_depth_map)
+        # the encoder fields LeRobot 0.6 records (its RGBEncoderConfig); 0.4.4 ignores them
+        "video.g": 2,
+        "video.crf": 30,
+        "video.preset": 10,
+        "video.fast_decode": 0,
+        "video.video_backend": "pyav",
+        "video.extra_options": {},
     }
     assert set(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()) == {
         "meta/info.json",

@@ -177,3 +177,139 @@ def test_lerobot_044_loads_every_shape_we_write(tmp_path, lerobot_python):
     assert res.returncode == 0 and "RESULT: PASS" in res.stdout, res.stdout[-6000:] + res.stderr[-4000:]
     for name in SHAPES:
         assert f"ok   [{name}] all " in res.stdout
+
+
+# ----------------------------------------------------------------------------- depth (LeRobot 0.6)
+CHECK_DEPTH = FIXTURES / "check_depth_with_lerobot.py"
+
+
+def _write_depth_dataset(root: Path) -> dict[str, list[np.ndarray]]:
+    """RGB + a 16UC1-style (uint16 mm) and a 32FC1-style (float32 m) depth camera, 2 episodes, then a
+    resumed third (a new video file); returns the recorded depth per camera."""
+    from lerobot_recorder.dataset.depth import DepthQuantizer  # noqa: F401  (the writer's quantiser)
+
+    h, w = 48, 64
+    feats = {
+        "observation.state": {"dtype": "float32", "shape": (6,), "names": JOINTS},
+        "observation.images.front": {"dtype": "video", "shape": (h, w, 3), "names": None},
+        "observation.images.depth_mm": {
+            "dtype": "video",
+            "shape": (h, w, 1),
+            "names": None,
+            "info": {"is_depth_map": True, "depth_unit": "mm"},
+        },
+        "observation.images.depth_m": {
+            "dtype": "video",
+            "shape": (h, w, 1),
+            "names": None,
+            "info": {"is_depth_map": True, "depth_unit": "m"},
+        },
+    }
+    rng = np.random.default_rng(7)
+    recorded: dict[str, list[np.ndarray]] = {
+        "observation.images.depth_mm": [],
+        "observation.images.depth_m": [],
+    }
+
+    def episode(writer, n):
+        for _ in range(n):
+            mm = rng.uniform(5, 11_000, (h, w))  # beyond both range ends too
+            mm[:3, :3] = 0
+            d_mm, d_m = mm.astype(np.uint16), (mm / 1000).astype(np.float32)
+            d_m[-2:, -2:] = np.nan
+            recorded["observation.images.depth_mm"].append(d_mm)
+            recorded["observation.images.depth_m"].append(d_m)
+            writer.add_frame(
+                {
+                    "observation.state": rng.normal(size=6).astype(np.float32),
+                    "observation.images.front": np.full((h, w, 3), 120, np.uint8),
+                    "observation.images.depth_mm": d_mm,
+                    "observation.images.depth_m": d_m,
+                },
+                task="look",
+            )
+        writer.save_episode()
+
+    with DatasetWriter.create(root, 15, feats, vcodec="libx264") as writer:
+        episode(writer, 6)
+        episode(writer, 4)
+    with DatasetWriter.resume(root) as writer:
+        episode(writer, 5)
+    return recorded
+
+
+def _dump_depth_expected(root: Path, recorded: dict[str, list[np.ndarray]], rgb_keys: tuple = ()) -> None:
+    """What LeRobot 0.6 must return (millimetres): the recorded depth clamped to the quantiser's range
+    (invalid pixels: depth_min), within half a code plus the 0.5 mm of its rounding to whole mm."""
+    from lerobot_recorder.dataset.depth import DepthQuantizer
+
+    out = {"rgb_keys": np.array(rgb_keys, dtype=str)}
+    for key, frames in recorded.items():
+        unit = "mm" if frames[0].dtype == np.uint16 else "m"
+        q = DepthQuantizer(unit)
+        to_mm = 1.0 if unit == "mm" else 1000.0
+        d = np.stack(frames).astype(np.float64)
+        invalid = ~np.isfinite(d) | (d <= 0)
+        d = np.where(invalid, q.depth_min * 1000.0 / to_mm, d)
+        clamped = np.clip(d, q.depth_min * 1000.0 / to_mm, q.depth_max * 1000.0 / to_mm)
+        out[key] = clamped * to_mm
+        out[f"{key}.tol"] = q.max_error(clamped) * to_mm + 0.5 + 1e-3
+    np.savez(f"{root}.expected.npz", **out)
+
+
+def _python_of(lerobot_python: Path, version: str) -> Path:
+    """`lerobot_python`, which the plugin gives for `version` once it knows LeRobot versions. A plugin
+    that does not (one side venv, 0.4.4) leaves the test to take LeRobot `version`'s side venv as
+    scripts/make-lerobot-ref-venv.sh --version builds it ($LEROBOT_REF_VENV_06, else the cache's),
+    failing, never skipping, when it is not built."""
+    from lerobot_core.ros.testing import pytest_plugin
+
+    if hasattr(pytest_plugin, "LEROBOT_VERSIONS"):
+        return lerobot_python
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "lerobot_ros"
+    venv = Path(os.environ.get("LEROBOT_REF_VENV_06") or cache / f"lerobot-{version}")
+    if not (venv / ".ready").exists():
+        pytest.fail(f"the LeRobot {version} side venv {venv} is not built (scripts/make-lerobot-ref-venv.sh)")
+    return venv / "bin" / "python"
+
+
+def _valid_max_diff(image: np.ndarray, decoded: np.ndarray) -> float:
+    ref = image.astype(np.float64)
+    valid = np.isfinite(ref) & (ref > 0)
+    return float(np.abs(ref[valid] - decoded[valid]).max())
+
+
+@pytest.mark.parametrize("lerobot_version", ["0.6.1"])  # depth video exists from LeRobot 0.6 on
+def test_lerobot_06_loads_depth_within_its_quantisation_error(tmp_path, lerobot_python, lerobot_version):
+    """LeRobot 0.6.1 loads the depth cameras we write (the writer directly, with a resume, and a
+    bag import of a 16UC1 and of a 32FC1 topic) as depth, every pixel within its quantisation
+    error. Runs with the plugin's `lerobot_python` for 0.6.1; a LeRobot without depth fails saying so."""
+    test_depth = _load("test_depth", Path(__file__).resolve().parent / "test_depth.py")
+    roots = []
+    root = tmp_path / "writer"
+    _dump_depth_expected(root, _write_depth_dataset(root), ("observation.images.front",))
+    roots.append(str(root))
+    for enc in ("16UC1", "32FC1"):
+        images = test_depth._depth_bag(tmp_path / f"bag_{enc}", enc)
+        root = tmp_path / f"import_{enc}"
+        contract = Contract.from_flags(
+            15, state="/joint_states", images={"depth": "/cam/depth/image_raw"}, task="t"
+        )
+        import_bags([tmp_path / f"bag_{enc}"], contract, root, progress=False)
+        # the imported frames are the bag's images (nearest in time): ours decode them, LeRobot's must agree
+        from lerobot_recorder.dataset import DatasetReader
+
+        ours = DatasetReader(root).video_frames("observation.images.depth", 0)[..., 0]
+        picked = [min(images, key=lambda img, f=f: _valid_max_diff(img, f)) for f in ours]
+        _dump_depth_expected(root, {"observation.images.depth": picked})
+        roots.append(str(root))
+    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}
+    res = subprocess.run(
+        [str(_python_of(lerobot_python, lerobot_version)), str(CHECK_DEPTH), *roots],
+        capture_output=True,
+        text=True,
+        timeout=400,
+        env=env,
+    )
+    assert res.returncode == 0 and "RESULT: PASS" in res.stdout, res.stdout[-6000:] + res.stderr[-4000:]
+    assert f"LeRobot {lerobot_version}" in res.stdout

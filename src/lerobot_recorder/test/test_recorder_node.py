@@ -333,6 +333,10 @@ def test_source_dying_mid_episode_warns_and_reports_without_crashing(tmp_path, r
             {"episode_boundaries": "steps"},
             "parameter 'episode_boundaries' must be one of ('time', 'sim'), got 'steps'",
         ),
+        (
+            {"lerobot_version": "0.5"},
+            "parameter 'lerobot_version': lerobot_version '0.5' is not one we write for; supported: 0.4.4, 0.6",
+        ),
     ],
 )
 def test_bad_configuration_fails_clearly(tmp_path, params, expected):

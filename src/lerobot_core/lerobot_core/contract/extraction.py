@@ -14,9 +14,12 @@ from typing import Any
 import numpy as np
 
 from lerobot_core.image_conversion import (
+    AUTO_DEPTH_ENCODINGS,
+    DEPTH_ENCODINGS,
     RGB_ENCODINGS,
     compressed_format_kind,
     compressed_msg_to_rgb,
+    image_msg_to_depth,
     image_msg_to_rgb,
 )
 
@@ -179,10 +182,30 @@ def _check_raw_header(src: ImageSource, msg) -> None:
         raise ValueError(
             f"topic {src.topic}: encoding {enc!r} does not match the contract's {src.encoding!r}"
         )
-    if enc not in RGB_ENCODINGS:
-        raise ValueError(
-            f"topic {src.topic}: encoding {enc!r} cannot be recorded as RGB (supported: {', '.join(RGB_ENCODINGS)})"
-        )
+    if src.depth:
+        if enc not in DEPTH_ENCODINGS:
+            raise ValueError(
+                f"topic {src.topic}: encoding {enc!r} cannot be recorded as depth "
+                f"(supported depth encodings: {', '.join(DEPTH_ENCODINGS)})"
+            )
+    elif enc not in RGB_ENCODINGS:
+        if enc in DEPTH_ENCODINGS and src.depth is False:
+            raise ValueError(
+                f"topic {src.topic}: encoding {enc!r} is a depth encoding but the camera is recorded as "
+                "RGB; set 'depth: true' for it (or leave 'depth' out to decide from the first image)"
+            )
+        if src.depth is False:
+            raise ValueError(
+                f"topic {src.topic}: encoding {enc!r} cannot be recorded as RGB (supported: {', '.join(RGB_ENCODINGS)})"
+            )
+        if enc not in AUTO_DEPTH_ENCODINGS:
+            hint = (
+                "; set 'depth: true' to record it as depth in millimetres" if enc in DEPTH_ENCODINGS else ""
+            )
+            raise ValueError(
+                f"topic {src.topic}: encoding {enc!r} cannot be recorded (supported: RGB "
+                f"{', '.join(RGB_ENCODINGS)}; depth {', '.join(DEPTH_ENCODINGS)}){hint}"
+            )
 
 
 def _check_compressed_header(src: ImageSource, msg) -> None:
@@ -205,8 +228,13 @@ def check_image_header(src: ImageSource, msg) -> None:
 
 
 def decode_image(src: ImageSource, msg) -> np.ndarray:
+    """HxWx3 uint8 RGB, or for a depth camera HxW depth in its unit (uint16 mm, float32 m)."""
     check, decode = IMAGE_READERS[src.msgtype]
     check(src, msg)
+    if src.depth is None and str(getattr(msg, "encoding", "")) in AUTO_DEPTH_ENCODINGS:
+        decode = image_msg_to_depth  # an unresolved camera (resolve() decides from this image)
+    elif src.depth:
+        decode = image_msg_to_depth
     try:
         return decode(msg)
     except ValueError as exc:

@@ -17,6 +17,7 @@ import yaml
 
 from lerobot_core import units, yaml_io
 from lerobot_core.alignment import HOLD, StreamSpec
+from lerobot_core.image_conversion import AUTO_DEPTH_ENCODINGS, DEPTH_ENCODINGS
 from lerobot_core.time import stamp_to_ns
 
 from .extraction import (
@@ -29,6 +30,7 @@ from .extraction import (
 )
 from .schema import (
     CONTROL_MODE_HOLD,
+    IMAGE,
     IMAGE_PREFIX,
     JOINT_STATE,
     POSE_FIELD,
@@ -195,10 +197,21 @@ class Contract:
                         f"topic {src.topic}: images are {w}x{h} but the contract says {src.width}x{src.height}"
                     )
                 src = replace(src, height=h, width=w)
+                if src.msgtype == IMAGE and src.depth is not False:
+                    enc = str(msg.encoding)  # a depth camera keeps its first image's encoding (its unit)
+                    depth = enc in (DEPTH_ENCODINGS if src.depth else AUTO_DEPTH_ENCODINGS)
+                    src = replace(src, depth=depth, encoding=enc if depth else src.encoding)
             elif src.height is None or src.width is None:
                 raise ValueError(
                     f"topic {src.topic}: no image to learn the size from; give height and width for {feature}"
                 )
+            elif src.depth and src.encoding is None:
+                raise ValueError(
+                    f"topic {src.topic}: no image to learn the depth encoding from; give encoding "
+                    f"({', '.join(DEPTH_ENCODINGS)}) for {feature}"
+                )
+            elif src.depth is None:
+                src = replace(src, depth=False)
             images[feature] = src
         resolved = replace(self, vectors=vectors, images=images)
         resolved._check_names()
@@ -247,9 +260,11 @@ class Contract:
         for feature, src in self.images.items():
             out[feature] = {
                 "dtype": "video",
-                "shape": (src.height, src.width, 3),
+                "shape": (src.height, src.width, 1 if src.depth else 3),
                 "names": ["height", "width", "channels"],
             }
+            if src.depth:  # LeRobot 0.6's depth video: 12-bit codes of the depth in this unit
+                out[feature]["info"] = {"is_depth_map": True, "depth_unit": src.depth_unit}
         for feature, src in self.extras.items():
             out[feature] = {"dtype": src.dtype, "shape": (1,), "names": None}
         return out

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lerobot_core.alignment import HEADER, HOLD, POLICIES, RECEIVE, TIMELINES, StreamSpec
-from lerobot_core.image_conversion import RGB_ENCODINGS
+from lerobot_core.image_conversion import DEPTH_ENCODINGS, RGB_ENCODINGS
 
 JOINT_STATE = "sensor_msgs/msg/JointState"
 FLOAT64_MULTI_ARRAY = "std_msgs/msg/Float64MultiArray"
@@ -45,7 +45,7 @@ QOS = ("sensor", "reliable")
 IMAGE_PREFIX = "observation.images."
 STREAM_KEYS = ("policy", "tolerance", "max_staleness", "timeline", "qos", "rate", "required")
 _VECTOR_KEYS = {"topic", "type", "fields", "joints", "prefix", "units", *STREAM_KEYS}
-_IMAGE_KEYS = {"topic", "type", "encoding", "height", "width", *STREAM_KEYS}
+_IMAGE_KEYS = {"topic", "type", "encoding", "height", "width", "depth", *STREAM_KEYS}
 _TASK_KEYS = {"topic", "default", *STREAM_KEYS}
 _EXTRA_KEYS = {"topic", "type", "field", *STREAM_KEYS}
 _TOP_KEYS = {"fps", "robot_type", "units", "task", "calibration", "calibration_file", "features", "defaults"}
@@ -124,6 +124,14 @@ class ImageSource:
     encoding: str | None = None  # when set, every message must have it
     height: int | None = None
     width: int | None = None
+    # a depth camera (16UC1 / mono16 / 32FC1, recorded as LeRobot 0.6's depth video); None: decided
+    # by the first image's encoding (resolve() pins it, and the encoding, for a depth camera)
+    depth: bool | None = None
+
+    @property
+    def depth_unit(self) -> str | None:
+        """ "mm" or "m" for a resolved depth camera (its encoding's unit), else None."""
+        return DEPTH_ENCODINGS.get(self.encoding) if self.depth else None
 
 
 def parse(data: Any, source: str = "<contract>") -> dict[str, Any]:
@@ -264,9 +272,25 @@ class _Parser:
                 default_type = COMPRESSED_IMAGE if topic.endswith("/compressed") else IMAGE
                 mtype = self.msgtype(raw, fkey, IMAGE_TYPES, default_type)
                 enc = raw.get("encoding")
+                depth = raw.get("depth")
+                if depth is not None and not isinstance(depth, bool):
+                    raise self.err(f"{fkey}.depth", f"expected true or false, got {depth!r}")
+                if depth and mtype != IMAGE:
+                    raise self.err(
+                        f"{fkey}.depth",
+                        f"depth cameras are recorded from {IMAGE} (16UC1, mono16, 32FC1), not {mtype}",
+                    )
                 if enc is not None:
                     if mtype == IMAGE:
-                        self.choice(enc, f"{fkey}.encoding", RGB_ENCODINGS)
+                        allowed = (
+                            tuple(DEPTH_ENCODINGS)
+                            if depth
+                            else RGB_ENCODINGS
+                            if depth is False
+                            else (*RGB_ENCODINGS, *DEPTH_ENCODINGS)
+                        )
+                        self.choice(enc, f"{fkey}.encoding", allowed)
+                        depth = enc in DEPTH_ENCODINGS
                     else:
                         self.choice(enc, f"{fkey}.encoding", ("jpeg", "png"))
                 h = raw.get("height")
@@ -277,7 +301,7 @@ class _Parser:
                     if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v <= 0):
                         raise self.err(f"{fkey}.{k}", f"expected a positive integer, got {v!r}")
                 add_stream(self.stream(raw, fkey, topic, mtype, defaults), fkey)
-                images[feature] = ImageSource(topic, mtype, enc, h, w)
+                images[feature] = ImageSource(topic, mtype, enc, h, w, depth if mtype == IMAGE else False)
                 continue
             if feature.startswith(EXTRA_PREFIX):
                 raw = self.mapping(spec, fkey, _EXTRA_KEYS)

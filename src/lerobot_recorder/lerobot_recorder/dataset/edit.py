@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import format as fmt
+from .depth import DepthQuantizer, is_depth_feature
 from .errors import DatasetError
 from .reader import DatasetReader
 from .stats import aggregate_stats, flatten_episode_stats, numeric_stats, stats_from_json, stats_to_json
@@ -136,12 +137,19 @@ def keep_frames(
             f"{src}: keep_frames cuts video features, not per-frame image features ({', '.join(images)})"
         )
     info = reader.info
-    # without the source's video info: the writer records that of the videos it encodes
+    # without the source's video info: the writer records that of the videos it encodes (a depth
+    # camera keeps its flag, unit and quantiser: its frames are re-encoded to the same codes)
     user = {
         k: {key: v for key, v in f.items() if key != "info"}
         for k, f in reader.features.items()
         if k not in fmt.DEFAULT_FEATURES
     }
+    depth_units = {}
+    for k in user:
+        if is_depth_feature(reader.features[k]):
+            quantizer = DepthQuantizer.from_info(reader.features[k]["info"])
+            user[k]["info"] = quantizer.info()
+            depth_units[k] = quantizer.unit
     cameras = [k for k in user if user[k]["dtype"] == fmt.VIDEO_DTYPE]
     columns_of = [k for k in user if k not in cameras]
     runs = []  # (source episode, its columns, [(first kept frame, end), ...]) for episodes with any
@@ -181,6 +189,8 @@ def keep_frames(
                 for a, b in spans:
                     for i in range(nxt, b):
                         images = {k: _next_frame(frames[k], src, e, k, i) for k in cameras}
+                        for k, unit in depth_units.items():  # depth decodes as float32 in its unit
+                            images[k] = np.rint(images[k]).astype(np.uint16) if unit == "mm" else images[k]
                         if i >= a:
                             row = {k: columns[k][i] for k in columns_of}
                             writer.add_frame({**row, **images}, task=str(columns["task"][i]))

@@ -102,9 +102,13 @@ def normalize_features(features: Mapping[str, Mapping]) -> dict[str, dict]:
         if not shape or any(s <= 0 for s in shape):
             raise DatasetError(f"{where}: shape must be non-empty and positive, got {shape}")
         names = spec.get("names")
+        depth = dtype == VIDEO_DTYPE and bool((spec.get("info") or {}).get("is_depth_map"))
         if dtype == VIDEO_DTYPE:
-            if len(shape) != 3 or shape[2] != 3:
-                raise DatasetError(f"{where}: video features are (height, width, 3), got {shape}")
+            if len(shape) != 3 or shape[2] != (1 if depth else 3):
+                raise DatasetError(
+                    f"{where}: video features are (height, width, 3), depth maps (info.is_depth_map "
+                    f"true) (height, width, 1); got {shape}{' for a depth map' if depth else ''}"
+                )
             if names is None:
                 names = ["height", "width", "channels"]
         elif dtype == "image":
@@ -128,7 +132,15 @@ def normalize_features(features: Mapping[str, Mapping]) -> dict[str, dict]:
         if spec.get("units") is not None:  # ours, beside LeRobot's keys: what the policy node checks
             entry["units"] = spec["units"]
         if dtype == VIDEO_DTYPE:
-            entry["info"] = dict(spec["info"]) if spec.get("info") else None
+            # LeRobot 0.6 marks every camera with a top-level is_depth_map before its first video exists
+            entry["info"] = {"is_depth_map": False, **(spec.get("info") or {})}
+            if depth:
+                from .depth import DepthQuantizer  # a depth map records its unit and quantiser
+
+                try:
+                    entry["info"].update(DepthQuantizer.from_info(spec["info"]).info())
+                except DatasetError as exc:
+                    raise DatasetError(f"{where}: {exc}") from None
         out[key] = entry
     return out
 

@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 
 from . import format as fmt
 from .check import data_row_count
+from .depth import DepthQuantizer, is_depth_feature
 from .errors import DatasetError
 from .stats import stats_from_json
 from .storage import JOURNAL, WORK_DIR
@@ -153,10 +154,17 @@ class DatasetReader:
             float(meta[f"videos/{key}/from_timestamp"]),
             float(meta[f"videos/{key}/to_timestamp"]),
             self.fps,
+            self.depth_quantizer(key),
         )
 
+    def depth_quantizer(self, key: str) -> DepthQuantizer | None:
+        """A depth camera's quantiser (its frames decode to depth in its unit), else None."""
+        ft = self.features[key]
+        return DepthQuantizer.from_info(ft.get("info")) if is_depth_feature(ft) else None
+
     def video_frames(self, key: str, episode_index: int) -> np.ndarray:
-        """Decoded frames of camera `key` for the episode, (N, H, W, 3) uint8."""
+        """Decoded frames of camera `key` for the episode, (N, H, W, 3) uint8; a depth camera's as
+        (N, H, W, 1) float32 depth in its recorded unit (info.depth_unit), as LeRobot 0.6 decodes it."""
         if key not in self.video_keys:
             raise DatasetError(f"{self.root}: {key!r} is not a video feature ({self.video_keys})")
         cache = self._video_cache
@@ -171,6 +179,7 @@ class DatasetReader:
             float(meta[f"videos/{key}/from_timestamp"]),
             float(meta[f"videos/{key}/to_timestamp"]),
             self.fps,
+            self.depth_quantizer(key),
         )
         self._video_cache = (key, episode_index, frames)
         return frames

@@ -75,17 +75,22 @@ class ImageStatsAccumulator:
         return histogram_stats(self.hist, self.frames)
 
 
-def histogram_stats(hist: np.ndarray, frames: int) -> dict[str, np.ndarray]:
-    """Stats of uint8 values given a (C, 256) histogram, scaled to [0, 1], shaped (C, 1, 1)."""
-    values = np.arange(256, dtype=np.float64)
+def histogram_stats(
+    hist: np.ndarray, frames: int, values: np.ndarray | None = None, scale: float = 255.0
+) -> dict[str, np.ndarray]:
+    """Stats of the values given a (C, B) histogram, divided by `scale`, shaped (C, 1, 1).
+
+    Bin b holds `values[b]` (default: b, uint8 pixels, and `scale` 255 puts them in [0, 1]); the
+    values must increase with b (depth codes decoded to depth do)."""
+    values = np.arange(hist.shape[1], dtype=np.float64) if values is None else np.asarray(values, np.float64)
     channels = hist.shape[0]
     out = {k: np.zeros(channels) for k in ("min", "max", "mean", "std", *QUANTILE_KEYS)}
     for c in range(channels):
         h = hist[c]
         n = int(h.sum())
         nz = np.nonzero(h)[0]
-        out["min"][c] = nz[0]
-        out["max"][c] = nz[-1]
+        out["min"][c] = values[nz[0]]
+        out["max"][c] = values[nz[-1]]
         mean = float((h * values).sum()) / n
         out["mean"][c] = mean
         out["std"][c] = np.sqrt(float((h * (values - mean) ** 2).sum()) / n)
@@ -96,8 +101,8 @@ def histogram_stats(hist: np.ndarray, frames: int) -> dict[str, np.ndarray]:
             hi = min(lo + 1, n - 1)
             v_lo = int(np.searchsorted(cum, lo, side="right"))
             v_hi = int(np.searchsorted(cum, hi, side="right"))
-            out[key][c] = v_lo + (pos - lo) * (v_hi - v_lo)
-    res = {k: (v / 255.0).reshape(channels, 1, 1) for k, v in out.items()}
+            out[key][c] = values[v_lo] + (pos - lo) * (values[v_hi] - values[v_lo])
+    res = {k: (v / scale).reshape(channels, 1, 1) for k, v in out.items()}
     res["count"] = np.array([frames], dtype=np.int64)
     return res
 

@@ -15,6 +15,7 @@ import av
 import cv2
 import numpy as np
 
+from .depth import DEPTH_PIX_FMT, DepthQuantizer, DepthStatsAccumulator
 from .errors import DatasetError
 from .stats import ImageStatsAccumulator
 from .storage import is_disk_full
@@ -345,6 +346,8 @@ class CameraEncoder:
 
     Frames are handed over through a bounded queue: a full queue means the encoder is behind, and
     the caller either waits (backpressure) or gets an error; a frame is never dropped silently.
+    A depth camera (`depth` given) takes HxW (or HxWx1) depth in the quantiser's unit, quantised
+    on the caller's thread into 12-bit codes that the encoder writes as gray12le.
     """
 
     def __init__(
@@ -360,8 +363,11 @@ class CameraEncoder:
         queue_size: int,
         threads: int | None = None,
         nice: int = ENCODER_NICE,
+        depth: DepthQuantizer | None = None,
     ):
         self.key = key
+        self.depth = depth
+        self._last_dts: int | None = None  # depth: the last packet's decode timestamp (sane_dts)
         self.nice = nice
         self.native_id: int | None = None  # the encoder thread's kernel id, once it runs
         self.path = Path(path)
@@ -379,8 +385,12 @@ class CameraEncoder:
         self.frames_encoded = 0
         self.packets_muxed = 0
         self.error: BaseException | None = None
-        self.stats = ImageStatsAccumulator(height, width)
-        self._yuv_in_put = pix_fmt == "yuv420p" and width % 2 == 0 and height % 2 == 0
+        if depth is not None and pix_fmt != DEPTH_PIX_FMT:
+            raise DatasetError(f"depth camera {key!r}: pixel format must be {DEPTH_PIX_FMT}, got {pix_fmt!r}")
+        self.stats = (
+            DepthStatsAccumulator(depth, height, width) if depth else ImageStatsAccumulator(height, width)
+        )
+        self._yuv_in_put = depth is None and pix_fmt == "yuv420p" and width % 2 == 0 and height % 2 == 0
         self._cancel = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"encoder[{key}]", daemon=True)
         self._thread.start()
@@ -400,9 +410,16 @@ class CameraEncoder:
         try:
             item = self._free.get_nowait()  # recycled buffer: no ~1 MB allocation per frame
         except queue.Empty:
-            shape = (self.height * 3 // 2, self.width) if self._yuv_in_put else (self.height, self.width, 3)
-            item = np.empty(shape, dtype=np.uint8)
-        if self._yuv_in_put:
+            if self.depth is not None:
+                item = np.empty((self.height, self.width), dtype=np.uint16)
+            else:
+                shape = (
+                    (self.height * 3 // 2, self.width) if self._yuv_in_put else (self.height, self.width, 3)
+                )
+                item = np.empty(shape, dtype=np.uint8)
+        if self.depth is not None:
+            self.depth.quantize(frame, out=item)
+        elif self._yuv_in_put:
             rgb_to_yuv420p(frame, out=item)
         else:
             np.copyto(item, frame)
@@ -418,7 +435,9 @@ class CameraEncoder:
                     if not self._thread.is_alive():
                         raise DatasetError(f"encoder for {self.key!r} stopped unexpectedly") from None
         self.frames_in += 1
-        if self._yuv_in_put:  # counted once queued: a frame refused above leaves no trace in the stats
+        if self.depth is not None:  # counted once queued: a frame refused above leaves no trace
+            self.stats.update(item)
+        elif self._yuv_in_put:
             self.stats.update(frame)
 
     def backlog(self) -> int:
@@ -472,7 +491,9 @@ class CameraEncoder:
     # -- encoder thread ------------------------------------------------------------------------
     def _encode_one(self, container, stream, item: np.ndarray) -> None:
         """Encode one queued frame (I420 planes, or RGB for other pixel formats) and mux its packets."""
-        if self._yuv_in_put:
+        if self.depth is not None:
+            vf = av.VideoFrame.from_ndarray(item, format=DEPTH_PIX_FMT)
+        elif self._yuv_in_put:
             vf = av.VideoFrame.from_ndarray(item, format="yuv420p")
         else:
             vf = av.VideoFrame.from_ndarray(item, format="rgb24")
@@ -480,8 +501,13 @@ class CameraEncoder:
         vf.pts = self.frames_encoded
         vf.time_base = Fraction(1, self.fps)
         for packet in stream.encode(vf):
-            container.mux(packet)
-            self.packets_muxed += 1
+            self._mux(container, packet)
+
+    def _mux(self, container, packet) -> None:
+        if self.depth is not None:
+            self._last_dts = sane_dts(packet, self._last_dts)
+        container.mux(packet)
+        self.packets_muxed += 1
 
     def _run(self) -> None:
         container = None
@@ -517,8 +543,7 @@ class CameraEncoder:
                 self._free.put_nowait(item)
             if not self._cancel.is_set():
                 for packet in stream.encode(None):
-                    container.mux(packet)
-                    self.packets_muxed += 1
+                    self._mux(container, packet)
             container.close()
             container = None
         except BaseException as exc:
@@ -537,6 +562,28 @@ class CameraEncoder:
                     pass
 
 
+# the most frames an encoder's decode order may run ahead of presentation (x265: 2 with its B-frames)
+_MAX_REORDER = 64
+
+
+def sane_dts(packet, last_dts: int | None) -> int:
+    """Repair a packet's decode timestamp where the encoder left it unset; returns the DTS.
+
+    FFmpeg's libx265 wrapper (in PyAV 18's FFmpeg) hands out episodes of one or two frames with an
+    uninitialised DTS (values like -1.4e14: 19 of 20 one-frame sequences here, 30 of 40 packets of
+    two-frame ones); the mp4 muxer refuses some ("Not yet implemented in FFmpeg"). Such short sequences have no B-frames, so
+    their DTS is the PTS; a DTS that is plausible (at or before the PTS, after the last one, within
+    the reorder window) is kept as it is.
+    """
+    dts, pts = packet.dts, packet.pts
+    if pts is None:
+        return dts if dts is not None else (last_dts or 0)
+    if dts is None or dts > pts or dts < pts - _MAX_REORDER or (last_dts is not None and dts <= last_dts):
+        dts = pts if last_dts is None or pts > last_dts else last_dts + 1
+        packet.dts = dts
+    return dts
+
+
 def count_frames(path: Path) -> int:
     """Number of video packets (= frames) in the file, counted by demuxing (no decoding)."""
     with av.open(str(path)) as container:
@@ -544,8 +591,11 @@ def count_frames(path: Path) -> int:
         return sum(1 for p in container.demux(stream) if p.size > 0)
 
 
-def video_info(path: Path) -> dict:
-    """The `info` block LeRobot stores per video feature in meta/info.json."""
+def video_info(path: Path, is_depth_map: bool = False) -> dict:
+    """The `info` block LeRobot stores per video feature in meta/info.json.
+
+    Both spellings of the depth flag: ``video.is_depth_map`` (what LeRobot 0.4.4 writes) and the
+    top-level ``is_depth_map`` LeRobot 0.6 reads."""
     with av.open(str(path)) as container:
         stream = container.streams.video[0]
         pix_fmt = stream.codec_context.pix_fmt or stream.format.name
@@ -557,10 +607,11 @@ def video_info(path: Path) -> dict:
             if hasattr(stream.codec_context.codec, "canonical_name")
             else stream.codec_context.name,
             "video.pix_fmt": pix_fmt,
-            "video.is_depth_map": False,
+            "video.is_depth_map": bool(is_depth_map),
             "video.fps": int(stream.base_rate or stream.average_rate),
             "video.channels": channels,
             "has_audio": len(container.streams.audio) > 0,
+            "is_depth_map": bool(is_depth_map),
         }
     return info
 
@@ -607,8 +658,11 @@ def concat_mp4(first: Path, second: Path, out: Path, fps: int) -> None:
             offset_frames += n
 
 
-def iter_frames(path: Path, from_s: float, to_s: float, fps: int) -> Iterator[np.ndarray]:
-    """The frames whose timestamps lie in [from_s, to_s), one at a time, as HxWx3 uint8 (RGB)."""
+def iter_frames(
+    path: Path, from_s: float, to_s: float, fps: int, depth: DepthQuantizer | None = None
+) -> Iterator[np.ndarray]:
+    """The frames whose timestamps lie in [from_s, to_s), one at a time, as HxWx3 uint8 (RGB), or
+    for a depth video (`depth` its quantiser) as HxWx1 float32 depth in the recorded unit."""
     half = 0.5 / fps
     if not Path(path).is_file():
         raise DatasetError(f"{path}: the video file is missing")
@@ -626,16 +680,23 @@ def iter_frames(path: Path, from_s: float, to_s: float, fps: int) -> Iterator[np
                     continue
                 if t >= to_s - half:
                     break
-                yield frame.to_ndarray(format="rgb24")
+                if depth is not None:
+                    codes = frame.to_ndarray(format=DEPTH_PIX_FMT)
+                    yield depth.dequantize(codes).astype(np.float32)[:, :, None]
+                else:
+                    yield frame.to_ndarray(format="rgb24")
     except (av.error.FFmpegError, OSError) as exc:  # truncated or not an mp4: one line, naming the file
         raise DatasetError(
             f"{path}: cannot decode the video ({str(exc).strip() or type(exc).__name__})"
         ) from None
 
 
-def decode_range(path: Path, from_s: float, to_s: float, fps: int) -> np.ndarray:
-    """Decode the frames whose timestamps lie in [from_s, to_s) as an (N, H, W, 3) uint8 array."""
-    frames = list(iter_frames(path, from_s, to_s, fps))
+def decode_range(
+    path: Path, from_s: float, to_s: float, fps: int, depth: DepthQuantizer | None = None
+) -> np.ndarray:
+    """Decode the frames whose timestamps lie in [from_s, to_s) as an (N, H, W, 3) uint8 array (depth:
+    (N, H, W, 1) float32, see iter_frames)."""
+    frames = list(iter_frames(path, from_s, to_s, fps, depth))
     if not frames:
         raise DatasetError(f"{path}: no frames between {from_s:.4f}s and {to_s:.4f}s")
     return np.stack(frames)
