@@ -351,3 +351,45 @@ def test_bag_import_on_a_full_disk_says_what_it_needs_and_keeps_earlier_episodes
         assert dataset_info([str(out), "--check"]) == 0
     finally:
         subprocess.run(["umount", "-l", str(mnt)])
+
+
+# ---------------------------------------------------------------------------- non-finite values
+def _bag_state_with_nan(i):
+    pos = np.full(6, 0.01 * i)
+    if i in (20, 21):
+        pos[2] = np.nan if i == 20 else np.inf
+    return pos
+
+
+def test_bag_import_refuses_a_bag_with_nan_joints_and_keeps_the_dataset(ds, tmp_path, capsys):
+    bag = write_bag(tmp_path / "nan", 0.5, T0 + 180 * 10**9, state=_bag_state_with_nan)
+    before = md5s(ds)
+    assert bag_import(import_args([bag], ds, "--resume")) == 2
+    err = capsys.readouterr().err
+    assert "topic /joint_states: 1 non-finite value(s) (NaN or inf) in elbow_flex position" in err, err
+    assert "episode 2 is not imported (--non-finite drop imports it without such messages)" in err, err
+    assert md5s(ds) == before
+    assert dataset_info([str(ds), "--check"]) == 0
+
+
+def test_bag_import_drops_nan_messages_when_asked_and_counts_them(ds, tmp_path, capsys):
+    bag = write_bag(tmp_path / "nan", 0.5, T0 + 180 * 10**9, state=_bag_state_with_nan)
+    before = md5s(ds)
+    assert bag_import(import_args([bag], ds, "--resume", "--non-finite", "drop")) == 0
+    out = capsys.readouterr().out
+    assert "dropped 2 message(s) holding NaN or inf (--non-finite drop): /joint_states: 2" in out, out
+    after = md5s(ds)
+    assert after["meta/tasks.parquet"] == before["meta/tasks.parquet"]
+    assert dataset_info([str(ds), "--check"]) == 0  # --check also looks for NaN
+
+
+def test_add_constant_features_refuses_nan(ds, tmp_path):
+    from lerobot_recorder.dataset.edit import add_constant_features
+
+    before = md5s(ds)
+    spec = {"dtype": "float32", "shape": (1,), "names": None}
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(DatasetError, match="is not a finite number"):
+            add_constant_features(ds, tmp_path / "out", {"complementary_info.discount": (spec, bad)})
+        assert not (tmp_path / "out").exists()
+    assert md5s(ds) == before
