@@ -1017,10 +1017,13 @@ class LiveRecorder:
         and close the dataset; what is on disk stays as it was."""
         c = self._controller
         saved = c.saved_before + c.episodes_recorded
-        self.fatal = (
-            f"recording stopped: the disk is full ({self._disk_full_error}); episode {index} was not saved, "
-            f"the {saved} episode(s) saved before it are intact. Free space, then record more with resume:=true"
-        )
+        err = self._disk_full_error
+        if "was not saved" not in err:  # an encoder's error: say what it means for the dataset
+            err = (
+                f"disk full ({err}); episode {index} was not saved, the {saved} episode(s) saved "
+                "before it are intact"
+            )
+        self.fatal = f"recording stopped: {err}. Free space, then record more with resume:=true"
         self.log.error(self.fatal)
         c.fail(self.fatal)
         try:

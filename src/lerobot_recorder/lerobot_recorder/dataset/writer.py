@@ -257,8 +257,9 @@ class DatasetWriter:
 
         Completes a save that was interrupted after its commit started, and drops an episode that
         was being recorded when the previous writer died (it was never committed). Then checks the
-        dataset as `lerobot-dataset-info --check` does (every video decoded) and refuses a damaged
-        one: appending would build the new episodes' metadata on wrong totals, tasks or stats.
+        dataset as `lerobot-dataset-info --check` does (its videos demuxed, every frame counted, not
+        decoded) and refuses a damaged one: appending would build the new episodes' metadata on wrong
+        totals, tasks or stats.
         `validate=False` skips that check (for --repair only).
         """
         root = Path(root)
@@ -275,7 +276,7 @@ class DatasetWriter:
             if dropped:
                 _LOG.warning("%s: dropped a partial episode left by a crashed writer", root)
             if validate:
-                problems = check_dataset(root, allow_empty=True)
+                problems = check_dataset(root, allow_empty=True, videos="demux")
                 if problems:
                     raise DatasetError(damaged_message(root, problems))
             info = load_info(root)
@@ -551,7 +552,7 @@ class DatasetWriter:
                 raise DatasetError(
                     f"{self.root}: disk full: episode {ep} was not saved ({exc}); it needs about "
                     f"{self.space_needed_mb():.1f} MB free, {_free_mb(self.root):.1f} MB are. "
-                    f"The {ep} episodes saved before it are intact"
+                    f"The {ep} episode(s) saved before it are intact"
                 ) from exc
             raise DatasetError(
                 f"{self.root}: saving episode {ep} failed: {exc!r}; earlier episodes are intact"
