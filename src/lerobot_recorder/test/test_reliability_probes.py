@@ -393,3 +393,52 @@ def test_add_constant_features_refuses_nan(ds, tmp_path):
             add_constant_features(ds, tmp_path / "out", {"complementary_info.discount": (spec, bad)})
         assert not (tmp_path / "out").exists()
     assert md5s(ds) == before
+
+
+def test_check_finds_front_and_wrist_swapped_at_one_resolution(tmp_path, capsys):
+    """Same size cameras: the resolution cannot tell; the stored per-episode mean colours can."""
+    root = tmp_path / "same"
+    cam = {"dtype": "video", "shape": (24, 32, 3), "names": ["height", "width", "channels"]}
+    w = DatasetWriter.create(
+        root,
+        fps=10,
+        features={
+            "observation.state": {"dtype": "float32", "shape": (2,)},
+            "observation.images.front": cam,
+            "observation.images.wrist": cam,
+        },
+        vcodec="libx264",
+    )
+    for ep in range(2):
+        for i in range(6):
+            front = np.full((24, 32, 3), (40 + 5 * i, 60, 20), np.uint8)  # dark, greenish
+            wrist = np.full((24, 32, 3), (200, 190 - 4 * i, 230), np.uint8)  # bright, bluish
+            w.add_frame(
+                {
+                    "observation.state": np.array([ep, i], np.float32),
+                    "observation.images.front": front,
+                    "observation.images.wrist": wrist,
+                },
+                task="pick",
+            )
+        w.save_episode()
+    w.finalize()
+    assert dataset_info([str(root), "--check"]) == 0, capsys.readouterr()
+    capsys.readouterr()
+    a, b = (root / FRONT_MP4, root / WRIST_MP4)
+    tmp = a.with_suffix(".swap")
+    os.replace(a, tmp)
+    os.replace(b, a)
+    os.replace(tmp, b)
+    before = md5s(root)
+    assert dataset_info([str(root), "--check"]) == 1
+    out = capsys.readouterr().out
+    assert (
+        "episode 0, camera observation.images.front: its video looks like camera observation.images.wrist's"
+        in out
+    )
+    assert (
+        "episode 1, camera observation.images.wrist: its video looks like camera observation.images.front's"
+        in out
+    )
+    assert md5s(root) == before

@@ -12,8 +12,9 @@ IndexError or a silently wrong frame at training time):
     runs from dataset_from_index without gaps, frame_index is 0..length-1, timestamp ==
     frame_index / fps, task_index names a task; no rows belong to no episode;
   * every video file exists, opens and decodes to exactly `length` frames in the episode's span,
-    holds no frames beyond its episodes' spans, and has the height x width its feature declares
-    (front and wrist files swapped show up here when their resolutions differ);
+    holds no frames beyond its episodes' spans, and has the height x width its feature declares;
+    front and wrist files swapped show up by their resolution or, when decoding, by their mean colour
+    against the per-episode image statistics stored in meta/episodes;
   * info.json names its data_path (and video_path when there are cameras); every feature's shape
     matches its parquet column; no NaN or inf in float features; meta/stats.json is there and its
     frame counts cover every row (a partial rebuild counts fewer);
@@ -119,8 +120,11 @@ def check_dataset(
     problems += _check_stats(root, features, total_frames, total_episodes)
     problems += _check_data(root, episodes, fps, total_frames, tasks, features)
     if decode_videos:
-        for key in fmt.video_keys(features):
-            problems += _check_videos(root, key, episodes, fps, features[key], videos == "decode")
+        means: dict[tuple[int, str], np.ndarray] = {}
+        keys = fmt.video_keys(features)
+        for key in keys:
+            problems += _check_videos(root, key, episodes, fps, features[key], videos == "decode", means)
+        problems += _check_fingerprints(root, keys, means)
     return problems
 
 
@@ -287,12 +291,16 @@ def _first_gap(values: np.ndarray, start: int) -> str:
     return f"row {k}: {int(values[k])}, expected {int(want[k])}"
 
 
-def _count_in_span(path: Path, lo: float, hi: float, fps: int, decode: bool) -> int:
-    """Frames (decoded) or packets (demuxed) whose timestamps lie in [lo, hi), as iter_frames places them."""
+def _count_in_span(
+    path: Path, lo: float, hi: float, fps: int, decode: bool, sample_every: int = 0
+) -> tuple[int, np.ndarray | None]:
+    """Frames (decoded) or packets (demuxed) whose timestamps lie in [lo, hi), as iter_frames places
+    them, and (decoding, with ``sample_every``) the mean RGB in [0, 1] of every sample_every-th frame."""
     import av
 
     half = 0.5 / fps
     n = 0
+    sums, sampled = np.zeros(3), 0
     with av.open(str(path)) as container:
         stream = container.streams.video[0]
         if decode:
@@ -303,18 +311,65 @@ def _count_in_span(path: Path, lo: float, hi: float, fps: int, decode: bool) -> 
                 t = float(frame.pts * stream.time_base)
                 if t >= hi - half:
                     break
-                n += t >= lo - half
+                if t >= lo - half:
+                    if sample_every and n % sample_every == 0:
+                        sums += frame.to_ndarray(format="rgb24").reshape(-1, 3).mean(axis=0) / 255.0
+                        sampled += 1
+                    n += 1
         else:
             for packet in container.demux(stream):
                 if packet.pts is None or packet.size == 0:
                     continue
                 t = float(packet.pts * stream.time_base)
                 n += lo - half <= t < hi - half
-    return n
+    return n, (sums / sampled if sampled else None)
+
+
+# A camera's decoded frames whose mean colour is this far from its own stored statistics, and this
+# close to another camera's, are that camera's file (the stats are of the frames before encoding,
+# over sampled pixels: a few thousandths apart for the right file).
+_OWN_MEAN_FAR, _OTHER_MEAN_NEAR = 0.05, 0.02
+
+
+def _check_fingerprints(root: Path, keys: list[str], decoded: dict) -> list[str]:
+    """Camera files swapped between features of one resolution: their stored mean colours say so."""
+    if len(keys) < 2 or not decoded:
+        return []
+    try:
+        stored = {}
+        for e in load_episodes(root, with_stats=True):
+            for key in keys:
+                mean = e.get(f"stats/{key}/mean")
+                if mean is not None:
+                    stored[(int(e["episode_index"]), key)] = np.asarray(mean, dtype=np.float64).reshape(-1)[
+                        :3
+                    ]
+    except Exception:  # the statistics are optional for this: the other checks report damage
+        return []
+    problems = []
+    for (ep, key), got in sorted(decoded.items()):
+        own = stored.get((ep, key))
+        if own is None or len(own) != 3 or np.abs(got - own).max() <= _OWN_MEAN_FAR:
+            continue
+        like = [
+            k
+            for k in keys
+            if k != key
+            and stored.get((ep, k)) is not None
+            and len(stored[(ep, k)]) == 3
+            and np.abs(got - stored[(ep, k)]).max() <= _OTHER_MEAN_NEAR
+        ]
+        if like:
+            problems.append(
+                f"episode {ep}, camera {key}: its video looks like camera {like[0]}'s (mean colour "
+                f"{np.round(got, 3).tolist()}, recorded {np.round(own, 3).tolist()} for {key} and "
+                f"{np.round(stored[(ep, like[0])], 3).tolist()} for {like[0]}): front and wrist files swapped?"
+            )
+    return problems
 
 
 def _check_videos(
-    root: Path, key: str, episodes: list[dict], fps: int, feature: dict, decode: bool = True
+    root: Path, key: str, episodes: list[dict], fps: int, feature: dict, decode: bool = True, means=None
 ) -> list[str]:
     problems: list[str] = []
     broken: set[str] = set()
@@ -340,7 +395,9 @@ def _check_videos(
             broken.add(rel)
             continue
         try:
-            n = _count_in_span(root / rel, lo, hi, fps, decode)
+            n, mean = _count_in_span(root / rel, lo, hi, fps, decode, max(1, length // 8))
+            if mean is not None and means is not None:
+                means[(ep, key)] = mean
         except Exception as exc:  # truncated/corrupt mp4: PyAV raises many kinds
             problems.append(f"{where}: video does not {'decode' if decode else 'open'} ({_describe(exc)})")
             broken.add(rel)
