@@ -440,7 +440,8 @@ class LiveRecorder:
         raise RecorderError(
             f"no message on {named} in {time.monotonic() - first:.0f} s while {', '.join(publishing)} publish: "
             f"the contract ({self.contract.source}) needs it. Is its source running (for the sim: is that "
-            "camera in cameras:=...)? Or record without it (streams:=...)"
+            "camera in cameras:=...)? To record without it, list the features to keep in the recorder's "
+            "streams parameter"
         )
 
     # ------------------------------------------------------------------ thread API
