@@ -55,6 +55,7 @@ from .raw_bag import RawBagError, RawRecording, ThreadedBagWriter
 
 _NS = 1_000_000_000
 NON_FINITE_CHOICES = ("refuse", "drop")
+NON_FINITE_REFUSALS_TO_STOP = 3  # a source that sent NaN in 3 episodes in a row keeps sending it
 MODES = ("dataset", "raw", "both")
 
 RESULT_SAVED, RESULT_DISCARDED, RESULT_EMPTY, RESULT_ERROR = 0, 1, 2, 3
@@ -340,6 +341,7 @@ class LiveRecorder:
         # a save the disk cannot hold: recording stops there (every later save would fail the same way)
         self.fatal: str | None = None
         self._disk_full_error: str | None = None
+        self._non_finite_refusals = 0  # episodes refused in a row for NaN/inf (a session stops at 3)
         self.done = threading.Event()  # session finished (exit_when_done) or finalized
         self.latencies_ns: collections.deque = collections.deque(maxlen=100000)  # tick -> add_frame returned
         self._snapshot = Snapshot(dataset_root=str(self.root))
@@ -608,6 +610,7 @@ class LiveRecorder:
             if self.cfg.non_finite == "drop":
                 self._bad_message(topic, exc)
                 return True
+            self._non_finite_refusals += 1
             self._fail_episode(
                 f"{exc}: episode {ep.index} is not saved (non_finite:=drop records without such messages)"
             )
@@ -1007,6 +1010,15 @@ class LiveRecorder:
         if self._disk_full_error is not None and self.fatal is None:
             self._stop_on_full_disk(index)
             return []
+        self._non_finite_refusals = 0 if ok else self._non_finite_refusals
+        if self._non_finite_refusals >= NON_FINITE_REFUSALS_TO_STOP and self.fatal is None:
+            saved = c.saved_before + c.episodes_recorded
+            self._stop_session(
+                f"recording stopped: {self._non_finite_refusals} episodes in a row were refused for NaN or inf "
+                f"values ({error}); the source keeps sending them. The {saved} episode(s) saved before are "
+                "intact. Fix the source, or record without such messages with non_finite:=drop"
+            )
+            return []
         if discarded:
             return []
         if c.state == State.SAVING:
@@ -1014,8 +1026,7 @@ class LiveRecorder:
         return []
 
     def _stop_on_full_disk(self, index: int) -> None:
-        """The disk is full: stop recording (each further episode would be recorded and thrown away)
-        and close the dataset; what is on disk stays as it was."""
+        """The disk is full: stop recording (each further episode would be recorded and thrown away)."""
         c = self._controller
         saved = c.saved_before + c.episodes_recorded
         err = self._disk_full_error
@@ -1024,13 +1035,20 @@ class LiveRecorder:
                 f"disk full ({err}); episode {index} was not saved, the {saved} episode(s) saved "
                 "before it are intact"
             )
-        self.fatal = f"recording stopped: {err}. Free space, then record more with resume:=true"
+        self._stop_session(f"recording stopped: {err}. Free space, then record more with resume:=true")
+
+    def _stop_session(self, reason: str) -> None:
+        """A fault every further episode would meet: stop recording and close the dataset (what is on
+        disk stays as it was); the node exits non-zero with exit_when_done."""
+        c = self._controller
+        self.fatal = reason
         self.log.error(self.fatal)
         c.fail(self.fatal)
         try:
             self._close_writer()
         except Exception as exc:
             self.log.error(f"closing the dataset: {exc}")
+        self._update_snapshot()
         self.done.set()
 
     @staticmethod

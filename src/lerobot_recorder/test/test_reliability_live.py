@@ -275,3 +275,27 @@ def test_live_resume_refuses_a_damaged_dataset_with_the_reason(tmp_path):
     assert text.startswith("resume:=true: ") and "refusing to append to a damaged dataset" in text
     assert "meta/stats.json: missing" in text and "--repair" in text
     assert md5s(tmp_path / "ds") == before
+
+
+def test_a_source_that_keeps_sending_nan_stops_the_session_after_three_refused_episodes(tmp_path):
+    """Refusing each episode must not become an endless re-record loop."""
+    stream = Stream()
+    rec = worker(tmp_path / "ds", stream, num_episodes=10, episode_time_s=0.5)
+    try:
+        stream.publish(rec, 0.3)
+        assert record_one(rec, stream).result_code == RESULT_SAVED
+        before = md5s(tmp_path / "ds")
+        stream.nan_at = set(range(stream.k, stream.k + 10**6))  # from here every joint message is NaN
+        stream.run(rec)
+        rec.request("start", session=True).result(10)
+        assert wait_for(lambda: getattr(rec, "fatal", None), 30), "the session went on re-recording"
+        assert "3 episodes in a row were refused for NaN or inf values" in rec.fatal, rec.fatal
+        assert "non_finite:=drop" in rec.fatal and rec.snapshot().state == State.ERROR
+        seq = rec._episode_seq
+        time.sleep(0.5)
+        assert rec._episode_seq == seq
+    finally:
+        stream.stop()
+        rec.close(timeout=10)
+    assert md5s(tmp_path / "ds") == before
+    assert check_dataset(tmp_path / "ds") == []
