@@ -94,3 +94,48 @@ def test_load_check_sees_the_same_tensors_torch_would_use(tmp_path):
     ckpt = _copy(tmp_path)
     policy = load_policy(ckpt)
     assert all(torch.isfinite(p).all() for p in policy.model.parameters())
+
+
+def test_the_policy_controller_holds_and_never_publishes_a_non_finite_command(tmp_path):
+    """The policy node's control and inference threads (PolicyController, no ROS) with a checkpoint
+    whose every action is inf/NaN: inference fails with the reason, the robot is held."""
+    import time
+
+    from lerobot_policy_node.action_queue import SchedulerConfig
+    from lerobot_policy_node.controller import HOLDING, PolicyController
+    from lerobot_policy_node.observation import ObservationBuilder, ObservationSpec
+    from lerobot_policy_node.safety import SafetyFilter, SafetyLimits
+
+    joints = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
+    front = "observation.images.front"
+    sent = []
+    seen = set()  # every (state, message) the controller went through
+    clock = time.time_ns
+    ctl = PolicyController(
+        load_policy(_diverged(tmp_path)),
+        ObservationBuilder(
+            ObservationSpec(state_names=joints, image_shapes={front: (3, 48, 64)}, fps=30.0, max_age_s=0.5)
+        ),
+        SchedulerConfig(fps=10.0, n_action_steps=5, chunk_size=10),
+        SafetyFilter(SafetyLimits.build(6, max_step=0.05)),
+        publish_command=lambda cmd, held: sent.append((np.array(cmd, dtype=float), held)),
+        now_ns=clock,
+        on_state_change=lambda state, message: seen.add((state, message)),
+    )
+    ctl.start()
+    try:
+        deadline = time.monotonic() + 30
+        k = 0
+        while time.monotonic() < deadline and ctl.stats.inference_errors < 2:
+            k += 1
+            ctl.obs.push_joints(list(joints), [0.01 * (k % 10)] * 6, clock())
+            ctl.obs.push_image(front, np.full((48, 64, 3), k % 255, np.uint8), clock())
+            time.sleep(0.02)
+    finally:
+        ctl.stop()
+    failed = [m for st, m in seen if st == HOLDING and "inference failed" in m and "non-finite action" in m]
+    assert failed, seen
+    assert ctl.stats.inference_errors >= 2
+    assert ctl.stats.chunks == 0
+    assert all(np.isfinite(c).all() for c, _ in sent)
+    assert not [c for c, held in sent if not held]  # nothing but holds
