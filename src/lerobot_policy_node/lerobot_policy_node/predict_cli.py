@@ -24,7 +24,13 @@ from pathlib import Path
 import numpy as np
 
 from lerobot_core import cli
-from lerobot_policy_node.runtime import DeviceError, ObservationError, PolicyLoadError, load_policy
+from lerobot_policy_node.runtime import (
+    DeviceError,
+    NonFiniteActionError,
+    ObservationError,
+    PolicyLoadError,
+    load_policy,
+)
 from lerobot_policy_node.runtime.policy import check_device
 
 
@@ -83,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     except (PolicyLoadError, ObservationError) as exc:
         print(f"lerobot-policy-predict: error: {exc}", file=sys.stderr)
         return 2
+    except NonFiniteActionError as exc:  # no output file: a chunk of NaN is not an answer
+        print(f"lerobot-policy-predict: error: {exc}", file=sys.stderr)
+        return 1
     args.output.parent.mkdir(parents=True, exist_ok=True)
     np.savez(args.output, action_chunk=chunk.astype(np.float32))
     print(

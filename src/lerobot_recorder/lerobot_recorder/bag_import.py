@@ -28,12 +28,14 @@ from rosbags.rosbag2 import Reader
 
 from lerobot_core import cli
 from lerobot_core.alignment import HEADER, Aligner, AlignmentStats
-from lerobot_core.contract import Contract, ContractError
+from lerobot_core.contract import Contract, ContractError, NonFiniteSampleError
 from lerobot_core.time import NS_PER_S as _NS
 from lerobot_core.time import stamp_to_ns
 
 from . import bag_read
 from .bag_io import deserialize
+
+NON_FINITE_CHOICES = ("refuse", "drop")
 
 __all__ = [
     "BagImportError",
@@ -74,6 +76,7 @@ class ImportSummary:
     output: Path
     episodes: list[EpisodeSummary] = field(default_factory=list)
     skipped_segments: int = 0
+    non_finite: dict[str, int] = field(default_factory=dict)  # --non-finite drop: messages dropped per topic
     bag_seconds: float = 0.0
     wall_seconds: float = 0.0
     video_settings: str = ""  # every encoder setting, printed in the report
@@ -132,6 +135,11 @@ class ImportSummary:
             lines.append(f"  episode {ep.episode_index}: {ep.frames} frames from {ep.bag}{drops}")
         if self.skipped_segments:
             lines.append(f"  {self.skipped_segments} segment(s) without a single complete tick were skipped")
+        if self.non_finite:
+            lines.append(
+                f"  dropped {sum(self.non_finite.values())} message(s) holding NaN or inf (--non-finite drop): "
+                + ", ".join(f"{t}: {n}" for t, n in sorted(self.non_finite.items()))
+            )
         lines.append("  streams:")
         late = self.late_samples()
         for name, (count, rate) in self.stream_rates().items():
@@ -394,17 +402,26 @@ def import_bags(
     log: Callable[[str], None] | None = None,
     jobs: int | None = None,
     ray_address: str | None = None,
+    non_finite: str = "refuse",
 ) -> ImportSummary:
     """Import ``bags`` into the dataset at ``output`` (see the module docstring).
 
     ``jobs`` None converts in this process; a number converts in that many worker processes (1
     included: the same code path as N workers, the baseline of a scaling measurement).
+    ``non_finite``: a message whose values hold NaN or inf "refuse"s its bag (the default; earlier
+    bags' episodes are kept) or is "drop"ped (counted per topic in the summary).
     """
     from .dataset import DatasetError, DatasetWriter
 
     output = Path(output)
     if jobs is not None and jobs < 1:
         raise BagImportError(f"--jobs must be at least 1, got {jobs}")
+    if non_finite not in NON_FINITE_CHOICES:
+        raise BagImportError(
+            f"--non-finite must be one of {', '.join(NON_FINITE_CHOICES)}, got {non_finite!r}"
+        )
+    if non_finite == "drop" and (jobs is not None or ray_address is not None):
+        raise BagImportError("--non-finite drop converts in this process: leave out --jobs and --ray")
     # ---- phase 1: validate everything before writing anything
     plans, resolved = check_bags(bags, contract, split_topic)
     features = resolved.features()
@@ -489,7 +506,7 @@ def import_bags(
         else:
             for i, plan in enumerate(plans):
                 label = f"bag {i + 1}/{len(plans)} {plan.path.name}"
-                _import_one(plan, resolved, writer, summary, bar, label, latency_margin_s, log)
+                _import_one(plan, resolved, writer, summary, bar, label, latency_margin_s, log, non_finite)
                 summary.bag_seconds += plan.duration_s
     except BaseException as exc:
         bar.close()
@@ -570,7 +587,9 @@ def _remove_dataset(root: Path, keep_dir: bool) -> None:
         root.mkdir(parents=True, exist_ok=True)
 
 
-def _import_one(plan, contract, writer, summary, bar, label, latency_margin_s, log) -> None:
+def _import_one(
+    plan, contract, writer, summary, bar, label, latency_margin_s, log, non_finite="refuse"
+) -> None:
     from .dataset import DatasetError
 
     aligner = Aligner(
@@ -623,7 +642,17 @@ def _import_one(plan, contract, writer, summary, bar, label, latency_margin_s, l
                         f"{plan.path}: topic {current_topic}: cannot read the bag at log time {log_time} "
                         f"({type(exc).__name__}: {exc})"
                     ) from None
-                aligner.push(current_topic, *contract.extract(current_topic, msg, conn.msgtype, now))
+                try:
+                    sample = contract.extract(current_topic, msg, conn.msgtype, now)
+                except NonFiniteSampleError as exc:
+                    if non_finite == "drop":
+                        summary.non_finite[current_topic] = summary.non_finite.get(current_topic, 0) + 1
+                        continue
+                    raise BagImportError(
+                        f"{plan.path}: {exc}, at log time {log_time}: episode {writer.total_episodes} is not "
+                        "imported (--non-finite drop imports it without such messages)"
+                    ) from None
+                aligner.push(current_topic, *sample)
                 current_topic = None  # a frame assembled below may fail on any topic: its error names it
                 write(aligner.pop_ready(now_ns=now))
             current_topic = None
@@ -738,6 +767,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds of log time after which a tick is settled even if a stream is silent "
         "(as the live recorder: the same data gives the same dataset)",
     )
+    p.add_argument(
+        "--non-finite",
+        choices=NON_FINITE_CHOICES,
+        default="refuse",
+        help="a message holding NaN or inf: refuse its bag (default; earlier bags are kept) or drop the "
+        "message (counted per topic in the report)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
         "--check", action="store_true", help="only validate the bags and show the features; write nothing"
@@ -844,6 +880,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             writer_options=writer_options,
             jobs=args.jobs,
             ray_address=args.ray,
+            non_finite=args.non_finite,
         )
     except (BagImportError, ContractError) as exc:
         print(f"lerobot-bag-import: error: {exc}", file=sys.stderr)

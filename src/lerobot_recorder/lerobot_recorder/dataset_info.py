@@ -4,18 +4,19 @@ Prints fps, robot type, episodes, frames, tasks, features and per-episode length
 everything LeRobot's loader relies on is verified (lerobot_recorder.dataset.check): metadata totals,
 data parquet rows, index/frame_index/timestamp columns, and every video decoded and its frame count
 compared with the episode's rows. Exit 1 with one "CHECK FAILED:" line per problem, never a traceback.
-`--repair` first completes an episode save a crash interrupted (the dataset opened for writing once).
+`--repair` first repairs what can be rebuilt from what is on disk (lerobot_recorder.dataset.repair: an
+interrupted save, info.json totals, stats.json), then checks; exit 1 naming what it could not repair.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from lerobot_core import cli
-from lerobot_recorder.dataset import DatasetError, DatasetReader, DatasetWriter
+from lerobot_recorder.dataset import DatasetError, DatasetReader
 from lerobot_recorder.dataset.check import check_dataset
+from lerobot_recorder.dataset.repair import repair_dataset
 
 
 def describe(reader: DatasetReader) -> list[str]:
@@ -52,19 +53,24 @@ def check(root) -> list[str]:
 
 
 def repair(root) -> int:
-    """--repair: reopen for writing (completes an interrupted commit, drops unsaved frames) and finalize."""
-    if not (Path(root) / "meta" / "info.json").is_file():
-        print(
-            f"lerobot-dataset-info: error: {root} is not a dataset (no meta/info.json): nothing to repair",
-            file=sys.stderr,
-        )
-        return 2
+    """--repair: repair what can be rebuilt, then check; 0 only when the check then passes."""
     try:
-        DatasetWriter.resume(root).finalize(on_pending="discard")
+        done, problems = repair_dataset(root)
     except (DatasetError, OSError) as e:
         print(f"lerobot-dataset-info: error: --repair {root}: {e}", file=sys.stderr)
         return 2
-    print(f"repaired {root}")
+    for what in done:
+        print(f"repaired: {what}")
+    if problems:
+        for p in problems:
+            print(f"NOT REPAIRED: {p}")
+        print(
+            f"lerobot-dataset-info: error: --repair {root}: {len(problems)} problem(s) cannot be repaired from "
+            "what the dataset holds (listed above); nothing else was changed",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"repaired {root}: --check passes" if done else f"{root}: nothing to repair, --check passes")
     return 0
 
 
@@ -81,8 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--repair",
         action="store_true",
-        help="first open the dataset for writing once: completes an episode save a crash interrupted "
-        "and drops an episode that was never saved, then finalizes",
+        help="first repair what can be rebuilt from what is on disk (an interrupted save, info.json "
+        "totals, stats.json); exit 1 naming any problem that cannot be repaired",
     )
     a = ap.parse_args(argv)
     if a.repair:

@@ -23,6 +23,7 @@ import yaml
 from lerobot_core import cli
 
 from .dataset import CODEBASE_VERSION, DatasetError, DatasetReader
+from .dataset.check import check_dataset
 from .dataset.storage import WORK_DIR
 
 PROG = "lerobot-ros-dataset-push"
@@ -76,9 +77,17 @@ def plan_push(
     push_videos: bool = True,
     license: str = "apache-2.0",
 ) -> PushPlan:
-    """What a push would send; DatasetError when the folder is not a complete, finalized dataset."""
+    """What a push would send; DatasetError when the folder is not a complete, finalized dataset, or
+    fails `lerobot-dataset-info --check` (what is pushed is what others train on)."""
     root = Path(root)
     reader = DatasetReader(root)  # refuses an interrupted save or an unfinalized dataset
+    problems = check_dataset(root)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise DatasetError(
+            f"fails the dataset check, so it is not pushed: {problems[0]}{more}; "
+            f"`lerobot-dataset-info {root} --check` lists every problem, `--repair` repairs what it can"
+        )
     if reader.info.get("codebase_version") != CODEBASE_VERSION:
         raise DatasetError(
             f"{root}: codebase_version {reader.info.get('codebase_version')!r}, not {CODEBASE_VERSION}"

@@ -34,11 +34,12 @@ from pathlib import Path
 import numpy as np
 
 from lerobot_core.alignment import RECEIVE, Aligner
-from lerobot_core.contract import CONTROL_STATUS, IMAGE_TYPES, LATCHED_TYPES, Contract
+from lerobot_core.contract import CONTROL_STATUS, IMAGE_TYPES, LATCHED_TYPES, Contract, NonFiniteSampleError
 from lerobot_core.time import stamp_to_ns
 
 from .dataset import DatasetError, DatasetWriter
 from .dataset import format as dsfmt
+from .dataset.storage import is_disk_full
 from .episode_control import (
     BEGIN,
     END,
@@ -55,6 +56,8 @@ from .raw_bag import RawBagError, RawRecording, ThreadedBagWriter
 from .sim_seeds import record_seed
 
 _NS = 1_000_000_000
+NON_FINITE_CHOICES = ("refuse", "drop")
+NON_FINITE_REFUSALS_TO_STOP = 3  # a source that sent NaN in 3 episodes in a row keeps sending it
 MODES = ("dataset", "raw", "both")
 
 RESULT_SAVED, RESULT_DISCARDED, RESULT_EMPTY, RESULT_ERROR = 0, 1, 2, 3
@@ -95,6 +98,10 @@ class LiveConfig:
     # sim reports on episode_info_topic), episode_time_s then caps it
     episode_boundaries: str = "time"
     episode_info_topic: str = "/sim/episode_info"
+    # a message holding NaN or inf: "refuse" fails the episode being recorded, "drop" skips the message
+    non_finite: str = "refuse"
+    # a required stream still silent this long after the first message of any other: fail, naming it
+    source_timeout_s: float = 15.0
 
     @property
     def raw_root(self) -> Path:
@@ -238,6 +245,8 @@ class LiveRecorder:
     ):
         if cfg.mode not in MODES:
             raise RecorderError(f"mode must be one of {MODES}, got {cfg.mode!r}")
+        if cfg.non_finite not in NON_FINITE_CHOICES:
+            raise RecorderError(f"non_finite must be one of {NON_FINITE_CHOICES}, got {cfg.non_finite!r}")
         self.cfg = cfg
         self.contract = select_streams(contract, cfg.streams)
         self._decode = decode
@@ -305,6 +314,7 @@ class LiveRecorder:
         self._wake = threading.Event()
         self._cmds: collections.deque = collections.deque()
         self._latest_raw: dict[str, bytes] = {}
+        self._first_message_wall: float | None = None  # wall time of the first message of any stream
         self._ingest_dropped: dict[str, int] = dict.fromkeys(self._streams, 0)
         self._last_drop_warn = 0.0
         self._rejected: dict[str, int] = {}
@@ -337,6 +347,11 @@ class LiveRecorder:
         self._last_audit = 0.0
         self._thread: threading.Thread | None = None
         self._stop = False
+        self._stop_request: tuple[int, int] | None = None  # (node clock, episode seq) when close() was called
+        # a save the disk cannot hold: recording stops there (every later save would fail the same way)
+        self.fatal: str | None = None
+        self._disk_full_error: str | None = None
+        self._non_finite_refusals = 0  # episodes refused in a row for NaN/inf (a session stops at 3)
         self.done = threading.Event()  # session finished (exit_when_done) or finalized
         self.latencies_ns: collections.deque = collections.deque(maxlen=100000)  # tick -> add_frame returned
         self._snapshot = Snapshot(dataset_root=str(self.root))
@@ -349,14 +364,17 @@ class LiveRecorder:
     def _open_writer_if_resuming(self) -> None:
         if self.kind != "resume":
             return
-        self.writer = DatasetWriter.resume(
-            self.root,
-            encoder_queue_size=self.cfg.encoder_queue_size,
-            crf=self.cfg.crf,
-            preset=_preset(self.cfg.preset),
-            lerobot_version=self.cfg.lerobot_version,
-            depth_preset=self.cfg.depth_preset or None,
-        )
+        try:
+            self.writer = DatasetWriter.resume(
+                self.root,
+                encoder_queue_size=self.cfg.encoder_queue_size,
+                crf=self.cfg.crf,
+                preset=_preset(self.cfg.preset),
+                lerobot_version=self.cfg.lerobot_version,
+                depth_preset=self.cfg.depth_preset or None,
+            )
+        except DatasetError as exc:  # a damaged or locked dataset: the reason, in the node's words
+            raise RecorderError(f"resume:=true: {exc}") from None
         if self.writer.dropped_partial_episode:
             self.log.warning(f"{self.root}: dropped a partial episode left by an earlier crash")
         self._controller.saved_before = self.writer.total_episodes
@@ -380,6 +398,7 @@ class LiveRecorder:
         ]
         missing += [t for t in needs if t not in firsts and t not in missing]
         if missing:
+            self._fail_if_sources_silent(missing)
             raise NoMessageYetError(missing)
         try:
             resolved = self.contract.resolve(firsts)
@@ -430,6 +449,23 @@ class LiveRecorder:
                     )
         self._resolved = resolved
         return resolved
+
+    def _fail_if_sources_silent(self, missing: list[str]) -> None:
+        """Topics still silent source_timeout_s after the first message of another: their source is
+        not running (a camera left out of the sim's cameras, a wrong topic). Waiting on would never end."""
+        first = self._first_message_wall
+        if first is None or time.monotonic() - first < self.cfg.source_timeout_s:
+            return
+        features = {s.topic: k for k, srcs in self.contract.vectors.items() for s in srcs}
+        features.update({s.topic: k for k, s in self.contract.images.items()})
+        named = ", ".join(f"{t} ({features[t]})" if t in features else t for t in sorted(missing))
+        publishing = sorted(t for t in self._latest_raw if t in self._streams)
+        raise RecorderError(
+            f"no message on {named} in {time.monotonic() - first:.0f} s while {', '.join(publishing)} publish: "
+            f"the contract ({self.contract.source}) needs it. Is its source running (for the sim: is that "
+            "camera in cameras:=...)? To record without it, list the features to keep in the recorder's "
+            "streams parameter"
+        )
 
     # ------------------------------------------------------------------ thread API
     def start(self) -> None:
@@ -486,6 +522,8 @@ class LiveRecorder:
         """Stop the worker: a recording episode is saved (or discarded), the dataset finalized."""
         if self._thread is None:
             return
+        # what the worker records from here on is after the stop request: it must not be saved
+        self._stop_request = (self._clock(), self._episode_seq)
         fut = self.request("shutdown", save=save_pending)
         try:
             fut.result(timeout)
@@ -546,6 +584,8 @@ class LiveRecorder:
                     break
                 topic, data, recv = self._queue.popleft()
                 self._queue_bytes -= len(data)
+            if self._first_message_wall is None and topic in self._streams:
+                self._first_message_wall = time.monotonic()
             self._latest_raw[topic] = data
             if topic in self._ack_topics:
                 try:
@@ -587,6 +627,15 @@ class LiveRecorder:
                 ep.passed_stop.add(topic)  # this stream has nothing more for the episode
                 return True
             ep.aligner.push(topic, value, stamp_ns=stamp, receive_ns=r)
+        except NonFiniteSampleError as exc:
+            if self.cfg.non_finite == "drop":
+                self._bad_message(topic, exc)
+                return True
+            self._non_finite_refusals += 1
+            self._fail_episode(
+                f"{exc}: episode {ep.index} is not saved (non_finite:=drop records without such messages)"
+            )
+            return False
         except ValueError as exc:
             self._bad_message(topic, exc)
             return True
@@ -751,6 +800,8 @@ class LiveRecorder:
                     self.latencies_ns.append(self._clock() - fr.time_ns)
                 ep.frames += 1
             except (DatasetError, ValueError) as exc:
+                if is_disk_full(exc):
+                    self._disk_full_error = str(exc)
                 return f"frame {fr.index}: {exc}"
         return None
 
@@ -807,7 +858,11 @@ class LiveRecorder:
             self._apply(c.finalize(now))
             return {"message": c.message, "episodes": c.episodes_recorded}
         if cmd == "shutdown":
-            if c.state == State.RECORDING and not kw.get("save", True):
+            c.session = False  # a session ends here: no save or discard below begins another episode
+            began_after_stop = self._stop_request is not None and self._episode_seq > self._stop_request[1]
+            if c.state == State.RECORDING and (not kw.get("save", True) or began_after_stop):
+                # an episode a session began after the stop request (its predecessor's save was under
+                # way) holds only what was recorded after the request: none of it is kept
                 self._apply(c.discard(now))
             self._complete_closing(wait=True)
             if c.state not in (State.FINALIZED, State.UNCONFIGURED):
@@ -834,6 +889,8 @@ class LiveRecorder:
                     pending += self._finish_episode(save=True)
                 else:
                     ep.t_stop_ns = ep.sim_done_ns if ep.sim_done_ns is not None else self._clock()
+                    if self._stop_request is not None:  # the episode ends where the stop was requested
+                        ep.t_stop_ns = min(ep.t_stop_ns, max(self._stop_request[0], ep.t_begin_ns or 0))
                     ep.closing_until = self._mono() + self.cfg.latency_margin_s + 1.0
             elif eff == Effect.DISCARD_EPISODE:
                 self._finish_episode(save=False, discarded=True)
@@ -940,6 +997,8 @@ class LiveRecorder:
         except (DatasetError, RawBagError, OSError) as exc:
             code, message = RESULT_ERROR, f"episode {index}: saving failed: {exc}"
             error = message
+            if is_disk_full(exc):
+                self._disk_full_error = str(exc)
         finally:
             if not ok:
                 if self.writer is not None and self.cfg.mode != "raw":
@@ -980,11 +1039,49 @@ class LiveRecorder:
         if fut is not None and not fut.done():
             fut.set_result(outcome)
         self._last_outcome = outcome
+        if self._disk_full_error is not None and self.fatal is None:
+            self._stop_on_full_disk(index)
+            return []
+        self._non_finite_refusals = 0 if ok else self._non_finite_refusals
+        if self._non_finite_refusals >= NON_FINITE_REFUSALS_TO_STOP and self.fatal is None:
+            saved = c.saved_before + c.episodes_recorded
+            self._stop_session(
+                f"recording stopped: {self._non_finite_refusals} episodes in a row were refused for NaN or inf "
+                f"values ({error}); the source keeps sending them. The {saved} episode(s) saved before are "
+                "intact. Fix the source, or record without such messages with non_finite:=drop"
+            )
+            return []
         if discarded:
             return []
         if c.state == State.SAVING:
             return c.saved(self._mono(), ok=ok, empty=empty)
         return []
+
+    def _stop_on_full_disk(self, index: int) -> None:
+        """The disk is full: stop recording (each further episode would be recorded and thrown away)."""
+        c = self._controller
+        saved = c.saved_before + c.episodes_recorded
+        err = self._disk_full_error
+        if "was not saved" not in err:  # an encoder's error: say what it means for the dataset
+            err = (
+                f"disk full ({err}); episode {index} was not saved, the {saved} episode(s) saved "
+                "before it are intact"
+            )
+        self._stop_session(f"recording stopped: {err}. Free space, then record more with resume:=true")
+
+    def _stop_session(self, reason: str) -> None:
+        """A fault every further episode would meet: stop recording and close the dataset (what is on
+        disk stays as it was); the node exits non-zero with exit_when_done."""
+        c = self._controller
+        self.fatal = reason
+        self.log.error(self.fatal)
+        c.fail(self.fatal)
+        try:
+            self._close_writer()
+        except Exception as exc:
+            self.log.error(f"closing the dataset: {exc}")
+        self._update_snapshot()
+        self.done.set()
 
     @staticmethod
     def _end_of(ep: _Episode) -> int | None:

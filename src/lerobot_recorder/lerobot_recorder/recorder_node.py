@@ -169,6 +169,7 @@ class RecorderNode(LifecycleNode):
         p("auto_record", False, "on activate, record num_episodes episodes like lerobot-record")
         p("exit_when_done", False, "exit (code 0) once the session is recorded and the dataset finalized")
         p("streams", [""], "record only these features / topics of the contract ([''] = all)")
+        p("non_finite", "refuse", "a message holding NaN or inf: refuse (fail the episode) | drop (skip it)")
         p("vcodec", "libsvtav1", "video codec (libsvtav1, libx264, h264, ...)")
         p("crf", 30, "video quality (lower = better, bigger)", range=(0, 63))
         p(
@@ -263,6 +264,7 @@ class RecorderNode(LifecycleNode):
             streams=streams,
             episode_boundaries=boundaries,
             episode_info_topic=info_topic,
+            non_finite=str(g("non_finite").value),
         )
         return RecorderNodeConfig(
             contract=contract,
@@ -597,6 +599,10 @@ class RecorderNode(LifecycleNode):
             def finished(cf):
                 if cf.exception() is not None:
                     self.get_logger().error(f"finalize: {cf.exception()}")
+                    self._exit_code = 1
+                elif rec.fatal:  # the session was cut short (disk full): the graph exits non-zero
+                    self._error = rec.fatal
+                    self.get_logger().error(f"exiting: {rec.fatal}")
                     self._exit_code = 1
                 else:
                     self.get_logger().info("session done and dataset finalized; exiting (exit_when_done)")

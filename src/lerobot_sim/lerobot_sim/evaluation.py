@@ -75,7 +75,7 @@ class CheckpointPolicy:
         """policy: the runtime policy of `path` when already built (default: `load_policy(path)`)."""
         try:
             from lerobot_policy_node.action_path import ActionPath, scheduler_config
-            from lerobot_policy_node.runtime import PolicyLoadError, load_policy
+            from lerobot_policy_node.runtime import NonFiniteActionError, PolicyLoadError, load_policy
         except ImportError as exc:
             raise EvaluationError(
                 f"--policy {path}: loading checkpoints needs lerobot_policy_node.runtime, not importable ({exc})"
@@ -85,6 +85,7 @@ class CheckpointPolicy:
         except PolicyLoadError as exc:
             raise EvaluationError(f"--policy {path}: {exc}") from exc
         self.config = policy.config
+        self._non_finite = NonFiniteActionError
         # refill only when empty, as LeRobot's select_action does
         self.path = ActionPath(policy, scheduler_config(self.config, fps, refill_threshold=0.0), self._batch)
 
@@ -108,7 +109,10 @@ class CheckpointPolicy:
         return batch
 
     def select_action(self, observation: dict[str, Any]) -> np.ndarray:
-        return self.path.step(observation)
+        try:
+            return self.path.step(observation)
+        except self._non_finite as exc:  # the policy's fault: no sim restart can help
+            raise EvaluationError(f"the policy failed, not the sim: {exc}") from exc
 
 
 class RecordingPolicy:
@@ -340,7 +344,7 @@ def _one_episode(transport, policy, index, seed, settings, on_step):
         _add_frames(writer, obs)
         step = 0
         while True:
-            action = policy.select_action(obs)
+            action = _policy_action(policy, obs, index, seed, step)
             obs, ep = transport.step(action)
             step += 1
             _add_frames(writer, obs)
@@ -365,6 +369,23 @@ def _one_episode(transport, policy, index, seed, settings, on_step):
         ),
         path,
     )
+
+
+def _policy_action(policy, obs, index: int, seed: int, step: int) -> np.ndarray:
+    """The policy's next action, checked before the sim sees it: a NaN or inf action is the policy's
+    fault (EvaluationError, no sim restart), never sent to the sim."""
+    where = f"episode {index} (seed {seed}), step {step}"
+    try:
+        action = policy.select_action(obs)
+    except EvaluationError as exc:
+        raise EvaluationError(f"{where}: {exc}") from exc
+    values = np.asarray(action, dtype=np.float64)
+    if not np.isfinite(values).all():
+        raise EvaluationError(
+            f"{where}: the policy output a non-finite action ({int((~np.isfinite(values)).sum())} NaN/inf "
+            f"value(s) of {values.size}); it was not sent to the sim: the policy is at fault, not the sim"
+        )
+    return action
 
 
 def _add_frames(writer, obs) -> None:

@@ -72,6 +72,7 @@ from .schema import (  # noqa: F401
     ContractError,
     ExtraSource,
     ImageSource,
+    NonFiniteSampleError,
     TopicStream,
     VectorSource,
     normalize_msgtype,

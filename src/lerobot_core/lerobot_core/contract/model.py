@@ -39,6 +39,7 @@ from .schema import (
     ContractError,
     ExtraSource,
     ImageSource,
+    NonFiniteSampleError,
     TopicStream,
     VectorSource,
     normalize_msgtype,
@@ -318,7 +319,18 @@ class Contract:
         extract = EXTRACTORS.get(mtype)
         if extract is None:
             raise ValueError(f"topic {topic}: unsupported message type {mtype}")
-        return extract(self, topic, mtype, msg), stamp, receive_ns
+        value = extract(self, topic, mtype, msg)
+        if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+            bad = ~np.isfinite(value)
+            if bad.any():
+                layout = self._layout(topic)
+                idx = np.flatnonzero(bad)
+                if len(layout) == value.size:
+                    where = [f"{layout[i][1]} {layout[i][0]}" for i in idx]
+                else:
+                    where = [f"value {i}" for i in idx]
+                raise NonFiniteSampleError(topic, int(bad.sum()), where)
+        return value, stamp, receive_ns
 
     def _plans(self) -> dict[str, _Plan]:
         cache = self.__dict__.get("_plan_cache")

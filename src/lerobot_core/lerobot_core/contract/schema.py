@@ -56,6 +56,16 @@ class ContractError(ValueError):
     """A contract file (or dict) that cannot be used; the message names the file and key path."""
 
 
+class NonFiniteSampleError(ValueError):
+    """A message whose values for the contract hold NaN or inf (a driver fault, a broken sensor):
+    never recorded as data. ``topic`` and ``count`` (non-finite values in the message) say where."""
+
+    def __init__(self, topic: str, count: int, names: list[str]):
+        self.topic, self.count, self.names = topic, count, names
+        shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
+        super().__init__(f"topic {topic}: {count} non-finite value(s) (NaN or inf) in {shown}")
+
+
 @functools.lru_cache(maxsize=256)  # called per message with a handful of distinct names
 def normalize_msgtype(name: str) -> str:
     """'sensor_msgs/JointState' or 'sensor_msgs/msg/JointState' -> 'sensor_msgs/msg/JointState'."""

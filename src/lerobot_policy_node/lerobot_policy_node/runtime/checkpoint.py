@@ -77,17 +77,36 @@ def read_json(path: Path, what: str) -> dict[str, Any]:
     return data
 
 
-def read_safetensors(path: Path, what: str) -> dict[str, torch.Tensor]:
-    """Load a safetensors file to CPU tensors; a missing or corrupt file names itself."""
+def read_safetensors(path: Path, what: str, allow_inf: bool = True) -> dict[str, torch.Tensor]:
+    """Load a safetensors file to CPU tensors; a missing or corrupt file names itself, and so does a
+    tensor holding NaN (or inf, with ``allow_inf=False``, as normalizer statistics must not)."""
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
     if not path.is_file():
         raise PolicyLoadError(f"{what} {str(path)!r} is missing")
     try:
-        return load_file(str(path), device="cpu")
+        tensors = load_file(str(path), device="cpu")
     except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
         raise PolicyLoadError(f"{what} {str(path)!r} is corrupt or not a safetensors file: {exc}") from exc
+    check_finite_tensors(tensors.items(), f"{what} {str(path)!r}", allow_inf)
+    return tensors
+
+
+def check_finite_tensors(named, where: str, allow_inf: bool = True) -> None:
+    """PolicyLoadError naming the first floating tensor that holds NaN (or inf unless allowed): a
+    policy built from it would output NaN actions (a diverged training run, a damaged file)."""
+    for name, t in named:
+        if not torch.is_tensor(t) or not t.is_floating_point():
+            continue
+        bad = torch.isnan(t) if allow_inf else ~torch.isfinite(t)
+        n = int(bad.sum())
+        if n:
+            kind = "NaN" if allow_inf else "NaN or inf"
+            raise PolicyLoadError(
+                f"{where}: tensor {name!r} holds {n} {kind} value(s) of {t.numel()}; a policy built from it "
+                "outputs NaN actions (a diverged training run or a damaged file): use another checkpoint"
+            )
 
 
 def parse_features(cfg: dict[str, Any], key: str, config_path: Path) -> list[Feature]:
@@ -126,7 +145,9 @@ def read_pipeline(ckpt: Path, filename: str, *, native: bool) -> Pipeline:
             norm_map = {str(k): str(v) for k, v in (conf.get("norm_map") or {}).items()}
             flat: dict[str, torch.Tensor] = {}
             if "state_file" in step:
-                flat = read_safetensors(ckpt / step["state_file"], f"{name} stats of {filename}")
+                flat = read_safetensors(
+                    ckpt / step["state_file"], f"{name} stats of {filename}", allow_inf=False
+                )
             try:
                 pipe.normalizer = Normalizer.from_flat_state(
                     features, norm_map, flat, eps=float(conf.get("eps", 1e-8)), source=str(path)

@@ -15,3 +15,7 @@ class UnsupportedPolicyError(PolicyLoadError):
 
 class ObservationError(ValueError):
     """An observation batch does not match the policy's input features (missing key, wrong shape)."""
+
+
+class NonFiniteActionError(RuntimeError):
+    """The policy produced NaN or inf actions; they are never returned or sent (the policy's fault)."""

@@ -24,13 +24,20 @@ from .checkpoint import (
     WEIGHTS_NAME,
     Feature,
     Pipeline,
+    check_finite_tensors,
     parse_features,
     read_json,
     read_pipeline,
     read_safetensors,
     resolve_checkpoint_dir,
 )
-from .errors import DeviceError, ObservationError, PolicyLoadError, UnsupportedPolicyError
+from .errors import (
+    DeviceError,
+    NonFiniteActionError,
+    ObservationError,
+    PolicyLoadError,
+    UnsupportedPolicyError,
+)
 
 NATIVE_TYPES = ("act", "diffusion")
 QUEUE_TYPES = ("diffusion", "vqbet")  # lerobot policies whose predict_action_chunk reads their queues
@@ -135,6 +142,20 @@ class _PolicyBase:
     config: PolicyConfig
     device: torch.device
     pre: Pipeline
+
+    def _finite(self, actions: np.ndarray) -> np.ndarray:
+        """The chunk, unless it holds NaN or inf: then NonFiniteActionError (such an action is never
+        returned, so never sent to a robot or a sim)."""
+        bad = ~np.isfinite(actions)
+        if bad.any():
+            where = np.argwhere(bad)[0]
+            raise NonFiniteActionError(
+                f"the {self.config.type} policy output {int(bad.sum())} non-finite action value(s) (NaN or inf) "
+                f"of {actions.size}, first at chunk step {int(where[-2]) if actions.ndim > 1 else 0}, action "
+                f"dimension {int(where[-1])}; nothing was sent. The policy is at fault (its weights or "
+                "statistics, or an observation far outside what it was trained on)"
+            )
+        return actions
 
     def _convert(
         self, batch: Mapping[str, Any], rename_map: Mapping[str, str]
@@ -259,7 +280,7 @@ class NativeACTPolicy(_PolicyBase):
         actions = self.model(obs)
         if self.post.normalizer is not None:
             actions = self.post.normalizer.unnormalize(ACTION, actions)
-        return actions.to("cpu", torch.float32).numpy()
+        return self._finite(actions.to("cpu", torch.float32).numpy())
 
 
 class NativeDiffusionPolicy(_PolicyBase):
@@ -293,7 +314,7 @@ class NativeDiffusionPolicy(_PolicyBase):
             raise ObservationError(str(exc)) from exc
         if self.post.normalizer is not None:
             actions = self.post.normalizer.unnormalize(ACTION, actions)
-        return actions.to("cpu", torch.float32).numpy()
+        return self._finite(actions.to("cpu", torch.float32).numpy())
 
 
 class LeRobotBackendPolicy(_PolicyBase):
@@ -323,11 +344,20 @@ class LeRobotBackendPolicy(_PolicyBase):
             ) from exc
         policy = get_policy_class(self.config.type).from_pretrained(str(self.ckpt)).to(self.device).eval()
         policy.config.device = str(self.device)
+        check_finite_tensors(policy.state_dict().items(), f"model weights of {str(self.ckpt)!r}")
         self.pre, self.post = make_pre_post_processors(
             policy.config,
             pretrained_path=str(self.ckpt),
             preprocessor_overrides={"device_processor": {"device": str(self.device)}},
         )
+        for pipe in (self.pre, self.post):  # LeRobot's normalizer steps keep their statistics as tensors
+            for step in getattr(pipe, "steps", ()):
+                state = step.state_dict() if hasattr(step, "state_dict") else {}
+                check_finite_tensors(
+                    state.items(),
+                    f"normalizer statistics of {str(self.ckpt)!r} ({type(step).__name__})",
+                    False,
+                )
         self.policy = policy
         return self
 
@@ -355,7 +385,7 @@ class LeRobotBackendPolicy(_PolicyBase):
                     pre["observation.images"] = torch.stack([pre[k] for k in cams], dim=-4)
                 self.policy._queues = populate_queues(self.policy._queues, pre)
             actions = self.policy.predict_action_chunk(pre)
-        return self.post(actions).to("cpu", torch.float32).numpy()
+        return self._finite(self.post(actions).to("cpu", torch.float32).numpy())
 
 
 def lerobot_available() -> bool:

@@ -59,6 +59,13 @@ def add_constant_features(
             raise DatasetError(f"{src}: already has feature {key!r}")
         if spec["shape"] != (1,) or spec["dtype"] not in _NUMPY:
             raise DatasetError(f"feature {key!r}: only scalar numeric features (shape (1,)), got {spec}")
+    for key, (_, v) in features.items():
+        try:
+            finite = bool(np.isfinite(np.asarray(v, dtype=np.float64)).all())
+        except (TypeError, ValueError):
+            finite = False
+        if not finite:
+            raise DatasetError(f"feature {key!r}: value {v!r} is not a finite number")
     values = {k: np.asarray(v, dtype=_NUMPY[specs[k]["dtype"]]) for k, (_, v) in features.items()}
 
     shutil.copytree(src, dst, ignore=shutil.ignore_patterns(WORK_DIR))

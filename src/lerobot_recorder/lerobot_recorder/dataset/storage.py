@@ -100,6 +100,7 @@ class Transaction:
         self.dir.mkdir(parents=True)
         self.moves: list[tuple[str, str]] = []
         self._n = 0
+        self.journaled = False  # the journal is on disk: from here a crash is completed, not lost
 
     def temp_path(self, final_rel: str) -> Path:
         self._n += 1
@@ -112,8 +113,14 @@ class Transaction:
     def commit(self) -> None:
         journal = self.root / WORK_DIR / JOURNAL
         tmp = journal.with_suffix(".tmp")
-        write_json_file(tmp, {"moves": self.moves})
+        try:
+            write_json_file(tmp, {"moves": self.moves})
+        except BaseException:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise
         os.replace(tmp, journal)
+        self.journaled = True
         fsync_dir(journal.parent)
         apply_journal(self.root)
 

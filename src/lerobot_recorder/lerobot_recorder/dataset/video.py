@@ -447,9 +447,7 @@ class CameraEncoder:
         if self.error is not None:
             note = ""
             if is_disk_full(self.error):
-                note = (
-                    " (disk full; earlier episodes are intact: discard_episode(), free space, record again)"
-                )
+                note = " (disk full: this episode cannot be saved; the episodes saved before it are intact)"
             raise DatasetError(
                 f"video encoder for {self.key!r} failed writing {self.path}: {self.error}{note}"
             ) from self.error

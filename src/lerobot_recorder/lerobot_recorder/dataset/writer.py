@@ -34,6 +34,7 @@ from .depth import (
     check_lerobot_version,
     is_depth_feature,
 )
+from .check import check_dataset
 from .errors import DatasetError
 from .stats import aggregate_stats, flatten_episode_stats, numeric_stats, stats_from_json, stats_to_json
 from .storage import (
@@ -212,6 +213,23 @@ def _mb(path: Path) -> float:
     return path.stat().st_size / (1024**2)
 
 
+def _free_mb(root: Path) -> float:
+    try:
+        return shutil.disk_usage(root).free / 1024**2
+    except OSError:
+        return float("nan")
+
+
+def damaged_message(root: Path, problems: Sequence[str]) -> str:
+    """Why a damaged dataset is refused for appending, and the commands that show and repair it."""
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return (
+        f"{root}: refusing to append to a damaged dataset: {problems[0]}{more}. Nothing was changed. "
+        f"`lerobot-dataset-info {root} --check` lists every problem; "
+        f"`lerobot-dataset-info {root} --repair` repairs what can be repaired"
+    )
+
+
 class _RollingFile:
     """One kind of file that episodes are appended to (the data parquet, the episodes parquet, one
     camera's mp4) until the next episode would take it to its size limit; then the next (chunk, file)
@@ -346,11 +364,16 @@ class DatasetWriter:
         encoder_threads: int | None = None,
         lerobot_version: str = DEPTH_MIN_LEROBOT,
         depth_preset: str | None = None,
+        validate: bool = True,
     ) -> DatasetWriter:
         """Open an existing dataset to append episodes (`lerobot_version`, `depth_preset` as in create()).
 
         Completes a save that was interrupted after its commit started, and drops an episode that
-        was being recorded when the previous writer died (it was never committed).
+        was being recorded when the previous writer died (it was never committed). Then checks the
+        dataset as `lerobot-dataset-info --check` does (its videos demuxed, every frame counted, not
+        decoded) and refuses a damaged one: appending would build the new episodes' metadata on wrong
+        totals, tasks or stats.
+        `validate=False` skips that check (for --repair only).
         """
         root = Path(root)
         if not (root / fmt.INFO_PATH).exists():
@@ -366,6 +389,10 @@ class DatasetWriter:
             clear_staging(root)
             if dropped:
                 _LOG.warning("%s: dropped a partial episode left by a crashed writer", root)
+            if validate:
+                problems = check_dataset(root, allow_empty=True, videos="demux")
+                if problems:
+                    raise DatasetError(damaged_message(root, problems))
             info = load_info(root)
             depth_cameras_need_06(fmt.features_from_info(info), lerobot_version)
             recorded_vcodec, recorded_pix_fmt = recorded_video_settings(info)
@@ -668,8 +695,9 @@ class DatasetWriter:
         except Exception as exc:
             if is_disk_full(exc):
                 raise DatasetError(
-                    f"{self.root}: disk full while saving episode {ep} ({exc}). Earlier episodes are intact; "
-                    "free space and call save_episode() again, or discard_episode()"
+                    f"{self.root}: disk full: episode {ep} was not saved ({exc}); it needs about "
+                    f"{self.space_needed_mb():.1f} MB free, {_free_mb(self.root):.1f} MB are. "
+                    f"The {ep} episode(s) saved before it are intact"
                 ) from exc
             raise DatasetError(
                 f"{self.root}: saving episode {ep} failed: {exc!r}; earlier episodes are intact"
@@ -724,6 +752,20 @@ class DatasetWriter:
             shutil.rmtree(self._episode_dir(), ignore_errors=True)
             self._reset_episode()
             raise
+
+    def space_needed_mb(self) -> float:
+        """Disk space a save of the current episode writes beside the dataset before it replaces
+        files: its mp4s, plus a copy of each file it appends to (data, videos; their new versions are
+        written whole), plus a little metadata."""
+        total = sum(_mb(e.path) for e in self._encoders.values() if Path(e.path).exists())
+        slots = [self._data_file, *self._video_files.values()]
+        for slot in slots:
+            if slot.current is not None and (self.root / slot.path(*slot.current)).exists():
+                total += _mb(self.root / slot.path(*slot.current))
+        row_bytes = sum(
+            int(np.prod(self.features[k]["shape"])) * 8 for k in self._columns if k in self.features
+        )
+        return total + (self._n * (row_bytes + 40) + 256 * 1024) / 1024**2
 
     def _episode_table(self, ep: int, n: int, task_indices: np.ndarray) -> tuple[pa.Table, dict]:
         start = self.total_frames
@@ -854,8 +896,13 @@ class DatasetWriter:
         try:
             tx.commit()
         except BaseException as exc:
+            if not tx.journaled:
+                # the journal never reached the disk: nothing was renamed, the dataset is as it was
+                tx.abort()
+                raise
             self._broken = (
-                f"commit of episode {ep} interrupted ({exc!r}); DatasetWriter.resume() completes it"
+                f"the save of episode {ep} was interrupted after its commit journal was written ({exc}); "
+                f"`lerobot-dataset-info {root} --repair` completes it"
             )
             raise DatasetError(f"{root}: {self._broken}") from exc
         tx.abort()  # removes the (now empty) staging folder
