@@ -187,3 +187,103 @@ def test_the_race_is_real_for_a_check_then_publish():
     assert errors and all(
         "context is invalid" in str(e) or "InvalidHandle" in type(e).__name__ for e in errors
     ), errors
+
+
+# ------------------------------------------- Ctrl-C: nothing torn down under rclpy's signal thread
+_SIGNAL_CHILD = r"""
+import os, sys, time
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from lerobot_core.ros.node import run_node
+
+mode = sys.argv[1]
+threads_before = set()
+
+
+def busy(seconds):
+    t = time.monotonic()
+    while time.monotonic() - t < seconds:
+        pass
+
+
+class Executor(SingleThreadedExecutor):
+    def shutdown(self, timeout_sec=None):
+        print(f"executor shutdown: context ok={self._context.ok()}", flush=True)
+        return super().shutdown(timeout_sec)
+
+
+class Busy(Node):
+    def __init__(self):
+        super().__init__("busy")
+        if mode == "spin":
+            self.create_timer(0.001, self.work)
+
+    def work(self):
+        print("busy", flush=True)
+        busy(0.05)  # a callback at work, as the scripted expert's in a lockstep run
+
+    def destroy_node(self):
+        print(f"destroy_node: context ok={self.context.ok()}", flush=True)
+        super().destroy_node()
+
+
+def make():
+    # the threads rclpy.init started (its signal thread) run only when this process's CPU is idle
+    cpu = min(os.sched_getaffinity(0))
+    for tid in os.listdir("/proc/self/task"):
+        os.sched_setaffinity(int(tid), {cpu})
+        if tid not in threads_before:
+            os.sched_setscheduler(int(tid), os.SCHED_IDLE, os.sched_param(0))
+    return Busy()
+
+
+def main_loop(node, running):
+    print("busy", flush=True)
+    while running():
+        busy(0.05)
+    return 0
+
+
+code = run_node(
+    make,
+    [],
+    before_init=lambda: threads_before.update(os.listdir("/proc/self/task")),
+    executor=Executor,
+    main_loop=main_loop if mode == "main_loop" else None,
+)
+print(f"exit {code}", flush=True)
+sys.exit(code)
+"""
+
+
+@pytest.mark.parametrize("mode", ["spin", "main_loop"])
+def test_ctrl_c_tears_nothing_down_before_rclpys_signal_thread_is_done(mode, tmp_path):
+    """rclpy's signal thread triggers every executor's signal guard condition, then shuts the context
+    down; a busy main thread gets its KeyboardInterrupt at once. Shutting the executor down (it destroys
+    that guard condition and rclpy's list of them) or destroying the node before the context is down
+    freed what the signal thread was still using: the scripted expert died of SIGSEGV in destroy_node
+    at shutdown once in four runs of record_sim_so101. Here that thread is made slow (idle priority,
+    the main thread busy on the same CPU), so the old order is seen every time."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from lerobot_core.ros.testing import wait_until
+
+    script = tmp_path / "child.py"
+    script.write_text(_SIGNAL_CHILD)
+    log = tmp_path / "out.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, str(script), mode], stdout=out, stderr=subprocess.STDOUT)
+        try:
+            assert wait_until(lambda: "busy" in log.read_text(), 30), log.read_text()
+            os.kill(proc.pid, signal.SIGINT)
+            proc.wait(30)
+        finally:
+            proc.kill()
+    text = log.read_text()
+    assert proc.returncode == 0, text
+    assert "executor shutdown: context ok=False" in text, text
+    assert "destroy_node: context ok=False" in text, text
+    assert "context ok=True" not in text, text

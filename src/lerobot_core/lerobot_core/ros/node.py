@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import faulthandler
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -12,6 +13,7 @@ import rclpy
 from rclpy.exceptions import ParameterException
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.lifecycle import TransitionCallbackReturn
+from rclpy.signals import SignalHandlerOptions, get_current_signal_handlers_options
 from rclpy.utilities import get_default_context
 
 from lerobot_core.ros.params import UnknownParameterError, reject_unknown_parameters
@@ -25,14 +27,41 @@ def until_shutdown(context=None) -> Iterator[None]:
     the executor is in can fail with some other error (e.g. a RuntimeError from the bindings) before
     the KeyboardInterrupt is raised. An error raised once the context is down is that race: the
     process was stopping, and it must still leave through its safe state with exit code 0.
+
+    Nothing may be torn down before rclpy's signal thread is done with the signal (see
+    :func:`wait_for_signal_thread`): after a KeyboardInterrupt this waits for it before returning.
     """
     try:
         yield
-    except (KeyboardInterrupt, ExternalShutdownException):
+    except KeyboardInterrupt:
+        wait_for_signal_thread(context)
+    except ExternalShutdownException:
         pass
     except Exception:
         if (context if context is not None else get_default_context()).ok():
             raise
+
+
+def wait_for_signal_thread(context=None, timeout_s: float = 1.0) -> bool:
+    """After Ctrl-C: wait until rclpy's signal thread has shut `context` down; False after `timeout_s`.
+
+    rclpy handles SIGINT and SIGTERM in a thread of its own: it triggers every executor's signal guard
+    condition, then shuts the contexts down. The KeyboardInterrupt reaches a busy main thread (in a
+    callback, or in a ``main_loop``) at once, so an executor shut down or a node destroyed right away
+    frees guard conditions (and rclpy's list of them) that thread is still triggering: the scripted
+    expert died of SIGSEGV in ``destroy_node`` at shutdown, the thread that crashed being rclpy's own
+    (faulthandler marked no Python thread as current). The context goes down only after the last
+    trigger, so once it is down nothing of that signal is left in flight.
+    """
+    if get_current_signal_handlers_options() not in (SignalHandlerOptions.ALL, SignalHandlerOptions.SIGINT):
+        return True  # no rclpy SIGINT handler: a KeyboardInterrupt is Python's alone
+    context = context if context is not None else get_default_context()
+    deadline = time.monotonic() + timeout_s
+    while context.ok():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.001)
+    return True
 
 
 def spin_until_shutdown(
@@ -190,4 +219,5 @@ __all__ = [
     "run_node",
     "spin_until_shutdown",
     "until_shutdown",
+    "wait_for_signal_thread",
 ]
