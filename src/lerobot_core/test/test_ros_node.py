@@ -287,3 +287,53 @@ def test_ctrl_c_tears_nothing_down_before_rclpys_signal_thread_is_done(mode, tmp
     assert "executor shutdown: context ok=False" in text, text
     assert "destroy_node: context ok=False" in text, text
     assert "context ok=True" not in text, text
+
+
+_SAFE_STATE_LOG_CHILD = r"""
+import sys
+from rclpy.node import Node
+from lerobot_core.ros.node import run_node
+
+
+def make():
+    node = Node("safe_state_logger")
+    node.create_timer(0.05, lambda: print("spinning", flush=True))
+    return node
+
+
+def safe_state(node):
+    node.get_logger().info("shutdown: hold")
+    node.get_logger().warning("shutdown: a second line")
+
+
+sys.exit(run_node(make, [], on_exit=safe_state))
+"""
+
+
+def test_the_safe_state_logs_after_ctrl_c_without_rosout_errors(tmp_path):
+    """After Ctrl-C the context is down (rclpy's signal thread) while the safe state still logs: its
+    lines reach the console, and none fails on the gone /rosout publisher ("Failed to publish log
+    message to rosout: publisher's context is invalid", seen from follower_bus's "shutdown: hold")."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from lerobot_core.ros.testing import wait_until
+
+    script = tmp_path / "child.py"
+    script.write_text(_SAFE_STATE_LOG_CHILD)
+    log = tmp_path / "out.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, str(script)], stdout=out, stderr=subprocess.STDOUT)
+        try:
+            assert wait_until(lambda: "spinning" in log.read_text(), 30), log.read_text()
+            os.kill(proc.pid, signal.SIGINT)
+            proc.wait(30)
+        finally:
+            proc.kill()
+    text = log.read_text()
+    assert proc.returncode == 0, text
+    assert "[safe_state_logger]: shutdown: hold" in text, text
+    assert "[safe_state_logger]: shutdown: a second line" in text, text
+    assert "rosout" not in text, text

@@ -64,6 +64,26 @@ def wait_for_signal_thread(context=None, timeout_s: float = 1.0) -> bool:
     return True
 
 
+def log_to_console_only_once_shut_down(context=None) -> bool:
+    """When `context` is already shut down (Ctrl-C, SIGTERM): end rclpy's logging set-up now, as its own
+    shutdown would, so that the node's safe state logs to the console only; True if it did.
+
+    rclpy's signal thread shuts the context down without finishing logging (only ``rclpy.shutdown``
+    does), so every line the safe state logs ("shutdown: hold") went to the console and then failed
+    on the node's /rosout publisher, whose context is gone: rcl printed "Failed to publish log message
+    to rosout: publisher's context is invalid" for it.
+    """
+    context = context if context is not None else get_default_context()
+    if context.ok():
+        return False
+    finish = getattr(context, "_logging_fini", None)  # rclpy's own, run by Context.shutdown()
+    if finish is None:
+        return False
+    with context._lock:  # what _logging_fini expects held
+        finish()
+    return True
+
+
 def spin_until_shutdown(
     node, before_destroy: Callable[[], None] | None = None, executor: Executor | None = None
 ) -> int:
@@ -76,6 +96,7 @@ def spin_until_shutdown(
             else:
                 executor.spin()
     finally:
+        log_to_console_only_once_shut_down()
         if before_destroy is not None:
             before_destroy()
         node.destroy_node()
@@ -199,6 +220,7 @@ def run_node(
     except SystemExit as exc:  # a node that is done (e.g. after a fixed number of messages)
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     finally:
+        log_to_console_only_once_shut_down()
         if node is not None:
             if on_exit is not None:
                 safe_state_code = on_exit(node)
@@ -215,6 +237,7 @@ def run_node(
 __all__ = [
     "autostart_timer",
     "configure_and_activate",
+    "log_to_console_only_once_shut_down",
     "publish_unless_shut_down",
     "run_node",
     "spin_until_shutdown",
