@@ -153,6 +153,7 @@ class _Episode:
     sim_done_ns: int | None = None  # sim boundaries: stamp of the sim episode's done step (the stop)
     end_ns: int | None = None  # the last tick the aligner settles (None: _end_of decides)
     sim_seed: int | None = None  # sim boundaries: the seed of the sim episode it records
+    cut_short: bool = False  # ended by the recorder's shutdown (Ctrl-C), not by its plan or a request
 
     def settled(self, now: float, required: set[str]) -> bool:
         """Stopped, and done waiting: the margin ran out or every required stream passed the stop."""
@@ -809,6 +810,8 @@ class LiveRecorder:
         if cmd == "shutdown":
             if c.state == State.RECORDING and not kw.get("save", True):
                 self._apply(c.discard(now))
+            elif c.state == State.RECORDING and self._episode is not None:
+                self._episode.cut_short = True  # saved as lerobot-record does on Ctrl-C, and said so
             self._complete_closing(wait=True)
             if c.state not in (State.FINALIZED, State.UNCONFIGURED):
                 self._apply(c.finalize(now))
@@ -921,6 +924,8 @@ class LiveRecorder:
                         message += f" of sim seed {ep.sim_seed}"
                 else:
                     message = f"episode {index} recorded: {frames} frames (raw)"
+                if ep is not None and ep.cut_short:
+                    message += f", cut short by the shutdown {duration:.1f} s into it"
                 if bag is not None:
                     raw_path = str(self.raw.commit(bag, ep.index))
                     bag = None
