@@ -621,6 +621,8 @@ class LiveRecorder:
             )
             for kind, t in events:
                 if kind == BEGIN:
+                    with self._audit_lock:  # the reset's pause is nobody's fault: rates count afresh
+                        self._audit.reset(self._mono())
                     self._open_at_reset(t)
                 elif kind == END:
                     self._stop_at_done(t, msg)
@@ -769,7 +771,9 @@ class LiveRecorder:
         with self._audit_lock:
             health, changed = self._audit.audit(now, dropped)
         self._health = health
-        if self._controller.state == State.RECORDING:
+        # between the sim's done step and its next episode the sim is resetting: silence is expected
+        resetting = self._sim is not None and self._sim.done
+        if self._controller.state == State.RECORDING and not resetting:
             for h in changed:
                 if h.healthy:
                     self.log.info(f"{h.describe()} (recovered)")
