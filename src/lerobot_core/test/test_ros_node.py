@@ -337,3 +337,51 @@ def test_the_safe_state_logs_after_ctrl_c_without_rosout_errors(tmp_path):
     assert "[safe_state_logger]: shutdown: hold" in text, text
     assert "[safe_state_logger]: shutdown: a second line" in text, text
     assert "rosout" not in text, text
+
+
+_HANGING_SAFE_STATE_CHILD = r"""
+import sys, time
+from rclpy.node import Node
+from lerobot_core.ros.node import run_node
+
+
+def make():
+    node = Node("hanging")
+    node.create_timer(0.05, lambda: print("spinning", flush=True))
+    return node
+
+
+def stuck_in_the_safe_state(node):
+    print("safe state", flush=True)
+    time.sleep(60)
+
+
+sys.exit(run_node(make, [], on_exit=stuck_in_the_safe_state))
+"""
+
+
+def test_a_sigterm_to_a_node_that_does_not_stop_prints_where_it_hangs(tmp_path):
+    """lerobot-launch sends SIGTERM (then SIGKILL) to a node still running 10 s after its SIGINT
+    ("node 'teleop' did not stop in time"); the node now prints every thread's stack on it, so the log
+    says where it hung. Before, rclpy's handler took that SIGTERM and nothing was printed."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from lerobot_core.ros.testing import wait_until
+
+    script = tmp_path / "child.py"
+    script.write_text(_HANGING_SAFE_STATE_CHILD)
+    log = tmp_path / "out.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, str(script)], stdout=out, stderr=subprocess.STDOUT)
+        try:
+            assert wait_until(lambda: "spinning" in log.read_text(), 30), log.read_text()
+            os.kill(proc.pid, signal.SIGINT)
+            assert wait_until(lambda: "safe state" in log.read_text(), 30), log.read_text()
+            os.kill(proc.pid, signal.SIGTERM)
+            assert wait_until(lambda: "in stuck_in_the_safe_state" in log.read_text(), 10), log.read_text()
+        finally:
+            proc.kill()
+            proc.wait(10)

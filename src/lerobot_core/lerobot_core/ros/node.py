@@ -4,6 +4,8 @@ loud on a real error; and the autostart of lifecycle nodes."""
 from __future__ import annotations
 
 import faulthandler
+import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -62,6 +64,32 @@ def wait_for_signal_thread(context=None, timeout_s: float = 1.0) -> bool:
             return False
         time.sleep(0.001)
     return True
+
+
+def dump_stacks_on_sigterm() -> None:
+    """While the node stops (safe state, executor and node teardown) a SIGTERM prints every thread's
+    Python stack to stderr, until :func:`stop_dumping_stacks_on_sigterm`.
+
+    A launcher sends SIGTERM to a node that did not stop in time after its SIGINT (then SIGKILL): the
+    log then says where the node hung instead of only that it did. The first SIGINT or SIGTERM has
+    already stopped the node, so rclpy's handler has nothing left to do with a later one (it would
+    only trigger guard conditions that are being destroyed).
+    """
+    if not hasattr(faulthandler, "register"):  # not on Windows
+        return
+    try:
+        faulthandler.register(signal.SIGTERM, file=sys.__stderr__, all_threads=True, chain=False)
+    except (AttributeError, ValueError, OSError):  # no real stderr (an embedding, a closed one)
+        pass
+
+
+def stop_dumping_stacks_on_sigterm(previous) -> None:
+    """Undo :func:`dump_stacks_on_sigterm` once rclpy is shut down: SIGTERM's handler is again the one
+    from before ``rclpy.init`` (`previous`, from ``signal.getsignal``), as rclpy's own shutdown leaves it."""
+    if hasattr(faulthandler, "unregister"):
+        faulthandler.unregister(signal.SIGTERM)
+    if previous is not None:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def log_to_console_only_once_shut_down(context=None) -> bool:
@@ -185,6 +213,7 @@ def run_node(
         faulthandler.enable()
     if before_init is not None:
         before_init()
+    sigterm_before = signal.getsignal(signal.SIGTERM)
     rclpy.init(args=args)
     node = ex = spinner = None
     code = 0
@@ -220,6 +249,7 @@ def run_node(
     except SystemExit as exc:  # a node that is done (e.g. after a fixed number of messages)
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     finally:
+        dump_stacks_on_sigterm()
         log_to_console_only_once_shut_down()
         if node is not None:
             if on_exit is not None:
@@ -231,16 +261,19 @@ def run_node(
                 spinner.join(timeout=5.0)
             node.destroy_node()
         rclpy.try_shutdown()
+        stop_dumping_stacks_on_sigterm(sigterm_before)
     return code
 
 
 __all__ = [
     "autostart_timer",
     "configure_and_activate",
+    "dump_stacks_on_sigterm",
     "log_to_console_only_once_shut_down",
     "publish_unless_shut_down",
     "run_node",
     "spin_until_shutdown",
+    "stop_dumping_stacks_on_sigterm",
     "until_shutdown",
     "wait_for_signal_thread",
 ]
