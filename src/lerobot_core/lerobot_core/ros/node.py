@@ -256,13 +256,29 @@ def run_node(
                 safe_state_code = on_exit(node)
                 code = code or safe_state_code or 0
             if ex is not None:
-                ex.shutdown(timeout_sec=2.0)
+                _despite_a_late_ctrl_c(lambda: ex.shutdown(timeout_sec=2.0))
             if spinner is not None:
-                spinner.join(timeout=5.0)
-            node.destroy_node()
-        rclpy.try_shutdown()
+                _despite_a_late_ctrl_c(lambda: spinner.join(timeout=5.0))
+            _despite_a_late_ctrl_c(node.destroy_node)
+        _despite_a_late_ctrl_c(rclpy.try_shutdown)
         stop_dumping_stacks_on_sigterm(sigterm_before)
     return code
+
+
+def _despite_a_late_ctrl_c(step: Callable[[], object], attempts: int = 3) -> None:
+    """Run a teardown step; a Ctrl-C meanwhile (the process is stopping already) does not cut it short.
+
+    A node that ends on its own (joint_state_tf without tf2_msgs) can get lerobot-launch's SIGINT while
+    it destroys itself: the KeyboardInterrupt came out of destroy_node as a traceback. The step is run
+    again (rclpy's teardown calls may be repeated); the safe state before it is not guarded.
+    """
+    for attempt in range(attempts):
+        try:
+            step()
+            return
+        except KeyboardInterrupt:
+            if attempt + 1 == attempts:
+                raise
 
 
 __all__ = [
