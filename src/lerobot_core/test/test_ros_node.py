@@ -187,3 +187,239 @@ def test_the_race_is_real_for_a_check_then_publish():
     assert errors and all(
         "context is invalid" in str(e) or "InvalidHandle" in type(e).__name__ for e in errors
     ), errors
+
+
+# ------------------------------------------- Ctrl-C: nothing torn down under rclpy's signal thread
+_SIGNAL_CHILD = r"""
+import os, sys, time
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from lerobot_core.ros.node import run_node
+
+mode = sys.argv[1]
+threads_before = set()
+
+
+def busy(seconds):
+    t = time.monotonic()
+    while time.monotonic() - t < seconds:
+        pass
+
+
+class Executor(SingleThreadedExecutor):
+    def shutdown(self, timeout_sec=None):
+        print(f"executor shutdown: context ok={self._context.ok()}", flush=True)
+        return super().shutdown(timeout_sec)
+
+
+class Busy(Node):
+    def __init__(self):
+        super().__init__("busy")
+        if mode == "spin":
+            self.create_timer(0.001, self.work)
+
+    def work(self):
+        print("busy", flush=True)
+        busy(0.05)  # a callback at work, as the scripted expert's in a lockstep run
+
+    def destroy_node(self):
+        print(f"destroy_node: context ok={self.context.ok()}", flush=True)
+        super().destroy_node()
+
+
+def make():
+    # the threads rclpy.init started (its signal thread) run only when this process's CPU is idle
+    cpu = min(os.sched_getaffinity(0))
+    for tid in os.listdir("/proc/self/task"):
+        os.sched_setaffinity(int(tid), {cpu})
+        if tid not in threads_before:
+            os.sched_setscheduler(int(tid), os.SCHED_IDLE, os.sched_param(0))
+    return Busy()
+
+
+def main_loop(node, running):
+    print("busy", flush=True)
+    while running():
+        busy(0.05)
+    return 0
+
+
+code = run_node(
+    make,
+    [],
+    before_init=lambda: threads_before.update(os.listdir("/proc/self/task")),
+    executor=Executor,
+    main_loop=main_loop if mode == "main_loop" else None,
+)
+print(f"exit {code}", flush=True)
+sys.exit(code)
+"""
+
+
+@pytest.mark.parametrize("mode", ["spin", "main_loop"])
+def test_ctrl_c_tears_nothing_down_before_rclpys_signal_thread_is_done(mode, tmp_path):
+    """rclpy's signal thread triggers every executor's signal guard condition, then shuts the context
+    down; a busy main thread gets its KeyboardInterrupt at once. Shutting the executor down (it destroys
+    that guard condition and rclpy's list of them) or destroying the node before the context is down
+    freed what the signal thread was still using: the scripted expert died of SIGSEGV in destroy_node
+    at shutdown once in four runs of record_sim_so101. Here that thread is made slow (idle priority,
+    the main thread busy on the same CPU), so the old order is seen every time."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from lerobot_core.ros.testing import wait_until
+
+    script = tmp_path / "child.py"
+    script.write_text(_SIGNAL_CHILD)
+    log = tmp_path / "out.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, str(script), mode], stdout=out, stderr=subprocess.STDOUT)
+        try:
+            assert wait_until(lambda: "busy" in log.read_text(), 30), log.read_text()
+            os.kill(proc.pid, signal.SIGINT)
+            proc.wait(30)
+        finally:
+            proc.kill()
+    text = log.read_text()
+    assert proc.returncode == 0, text
+    assert "executor shutdown: context ok=False" in text, text
+    assert "destroy_node: context ok=False" in text, text
+    assert "context ok=True" not in text, text
+
+
+_SAFE_STATE_LOG_CHILD = r"""
+import sys
+from rclpy.node import Node
+from lerobot_core.ros.node import run_node
+
+
+def make():
+    node = Node("safe_state_logger")
+    node.create_timer(0.05, lambda: print("spinning", flush=True))
+    return node
+
+
+def safe_state(node):
+    node.get_logger().info("shutdown: hold")
+    node.get_logger().warning("shutdown: a second line")
+
+
+sys.exit(run_node(make, [], on_exit=safe_state))
+"""
+
+
+def test_the_safe_state_logs_after_ctrl_c_without_rosout_errors(tmp_path):
+    """After Ctrl-C the context is down (rclpy's signal thread) while the safe state still logs: its
+    lines reach the console, and none fails on the gone /rosout publisher ("Failed to publish log
+    message to rosout: publisher's context is invalid", seen from follower_bus's "shutdown: hold")."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from lerobot_core.ros.testing import wait_until
+
+    script = tmp_path / "child.py"
+    script.write_text(_SAFE_STATE_LOG_CHILD)
+    log = tmp_path / "out.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, str(script)], stdout=out, stderr=subprocess.STDOUT)
+        try:
+            assert wait_until(lambda: "spinning" in log.read_text(), 30), log.read_text()
+            os.kill(proc.pid, signal.SIGINT)
+            proc.wait(30)
+        finally:
+            proc.kill()
+    text = log.read_text()
+    assert proc.returncode == 0, text
+    assert "[safe_state_logger]: shutdown: hold" in text, text
+    assert "[safe_state_logger]: shutdown: a second line" in text, text
+    assert "rosout" not in text, text
+
+
+_HANGING_SAFE_STATE_CHILD = r"""
+import sys, time
+from rclpy.node import Node
+from lerobot_core.ros.node import run_node
+
+
+def make():
+    node = Node("hanging")
+    node.create_timer(0.05, lambda: print("spinning", flush=True))
+    return node
+
+
+def stuck_in_the_safe_state(node):
+    print("safe state", flush=True)
+    time.sleep(60)
+
+
+sys.exit(run_node(make, [], on_exit=stuck_in_the_safe_state))
+"""
+
+
+def test_a_sigterm_to_a_node_that_does_not_stop_prints_where_it_hangs(tmp_path):
+    """lerobot-launch sends SIGTERM (then SIGKILL) to a node still running 10 s after its SIGINT
+    ("node 'teleop' did not stop in time"); the node now prints every thread's stack on it, so the log
+    says where it hung. Before, rclpy's handler took that SIGTERM and nothing was printed."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from lerobot_core.ros.testing import wait_until
+
+    script = tmp_path / "child.py"
+    script.write_text(_HANGING_SAFE_STATE_CHILD)
+    log = tmp_path / "out.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, str(script)], stdout=out, stderr=subprocess.STDOUT)
+        try:
+            assert wait_until(lambda: "spinning" in log.read_text(), 30), log.read_text()
+            os.kill(proc.pid, signal.SIGINT)
+            assert wait_until(lambda: "safe state" in log.read_text(), 30), log.read_text()
+            os.kill(proc.pid, signal.SIGTERM)
+            assert wait_until(lambda: "in stuck_in_the_safe_state" in log.read_text(), 10), log.read_text()
+        finally:
+            proc.kill()
+            proc.wait(10)
+
+
+_LATE_CTRL_C_CHILD = r"""
+import os, signal, sys, time
+from rclpy.node import Node
+from lerobot_core.ros.node import run_node
+
+
+class EndsOnItsOwn(Node):
+    signalled = False
+
+    def destroy_node(self):
+        # lerobot-launch's SIGINT reaches a node that is ending by itself, while it destroys itself
+        if not self.signalled:
+            self.signalled = True
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.5)
+        print("destroying", flush=True)
+        super().destroy_node()
+
+
+sys.exit(run_node(lambda: EndsOnItsOwn("ends_on_its_own"), [], spin=lambda node: None))
+"""
+
+
+def test_a_ctrl_c_while_a_node_destroys_itself_is_no_traceback(tmp_path):
+    """joint_state_tf (no tf2_msgs) ends at once; under load lerobot-launch's SIGINT came while it
+    destroyed its node and a KeyboardInterrupt traceback ended the teleop demo's log (2 of 45 runs)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "child.py"
+    script.write_text(_LATE_CTRL_C_CHILD)
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, out
+    assert "Traceback" not in out and "KeyboardInterrupt" not in out, out
+    assert "destroying" in out

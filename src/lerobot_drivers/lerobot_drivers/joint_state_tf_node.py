@@ -108,12 +108,15 @@ class JointStateTfNode(Node):
 
 def main(args=None) -> int:
     if TFMessage is None:
-        rclpy.init(args=args)
-        node = rclpy.create_node("joint_state_tf")
-        node.get_logger().warning(MISSING_TF2)
-        node.destroy_node()
-        rclpy.try_shutdown()
-        return 0
+
+        def warn_and_exit():
+            # its parameters (urdf_path, ...) are taken as given: nothing here uses them
+            node = rclpy.create_node("joint_state_tf", automatically_declare_parameters_from_overrides=True)
+            node.get_logger().warning(MISSING_TF2)
+            return node
+
+        # run_node: a Ctrl-C while it starts or ends is no traceback
+        return run_node(warn_and_exit, args, spin=lambda node: None)
     return run_node(JointStateTfNode, args, errors=(UrdfError, OSError), error_prefix="joint_state_tf")
 
 

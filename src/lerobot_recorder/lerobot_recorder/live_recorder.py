@@ -160,6 +160,7 @@ class _Episode:
     sim_done_ns: int | None = None  # sim boundaries: stamp of the sim episode's done step (the stop)
     end_ns: int | None = None  # the last tick the aligner settles (None: _end_of decides)
     sim_seed: int | None = None  # sim boundaries: the seed of the sim episode it records
+    cut_short: bool = False  # ended by the recorder's shutdown (Ctrl-C), not by its plan or a request
 
     def settled(self, now: float, required: set[str]) -> bool:
         """Stopped, and done waiting: the margin ran out or every required stream passed the stop."""
@@ -669,6 +670,8 @@ class LiveRecorder:
             )
             for kind, t in events:
                 if kind == BEGIN:
+                    with self._audit_lock:  # the reset's pause is nobody's fault: rates count afresh
+                        self._audit.reset(self._mono())
                     self._open_at_reset(t)
                 elif kind == END:
                     self._stop_at_done(t, msg)
@@ -819,7 +822,9 @@ class LiveRecorder:
         with self._audit_lock:
             health, changed = self._audit.audit(now, dropped)
         self._health = health
-        if self._controller.state == State.RECORDING:
+        # between the sim's done step and its next episode the sim is resetting: silence is expected
+        resetting = self._sim is not None and self._sim.done
+        if self._controller.state == State.RECORDING and not resetting:
             for h in changed:
                 if h.healthy:
                     self.log.info(f"{h.describe()} (recovered)")
@@ -864,6 +869,8 @@ class LiveRecorder:
                 # an episode a session began after the stop request (its predecessor's save was under
                 # way) holds only what was recorded after the request: none of it is kept
                 self._apply(c.discard(now))
+            elif c.state == State.RECORDING and self._episode is not None:
+                self._episode.cut_short = True  # saved as lerobot-record does on Ctrl-C, and said so
             self._complete_closing(wait=True)
             if c.state not in (State.FINALIZED, State.UNCONFIGURED):
                 self._apply(c.finalize(now))
@@ -978,6 +985,8 @@ class LiveRecorder:
                         message += f" of sim seed {ep.sim_seed}"
                 else:
                     message = f"episode {index} recorded: {frames} frames (raw)"
+                if ep is not None and ep.cut_short:
+                    message += f", cut short by the shutdown {duration:.1f} s into it"
                 if bag is not None:
                     raw_path = str(self.raw.commit(bag, ep.index))
                     bag = None

@@ -23,6 +23,7 @@ and ``--command pause|takeover|resume`` sends one arbiter input.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -166,6 +167,14 @@ def main(argv=None) -> int:
 def interactive(node: RecordControl, task: str, hil: bool = False) -> int:
     fd = sys.stdin.fileno()
     out = sys.stdout
+    if not os.isatty(fd):
+        # e.g. a profile started from a script, or with stdin redirected: say so instead of a key list
+        out.write(
+            "record_control: stdin is not a terminal, so the keys are off (recording goes on); "
+            "run lerobot-record-control in a terminal for the keys, or use its --command\n"
+        )
+        out.flush()
+        return 0
     if hil:
         out.write(
             "keys: space pause   c take control   p back to the policy   -> end episode   "

@@ -574,6 +574,51 @@ def test_sim_boundaries_episode_time_caps_an_episode_and_the_next_waits_for_a_re
     assert second == [100, 101, 102]
 
 
+def test_a_sim_reset_is_not_reported_as_stale_or_slow_streams(tmp_path, caplog):
+    """The sim publishes nothing while it resets (a realtime sim: ~1 s). The recorder waiting for that
+    reset warned that every stream was stale, then below its rate (the window held the pause), and
+    logged each recovery: a burst at every reset. A pause inside a sim episode is still reported."""
+    import logging
+
+    caplog.set_level(logging.INFO, logger="recorder")
+    rec, sim = _sim_worker(tmp_path, num_episodes=1)
+
+    def run(steps, done_at=None, first=0):
+        for step in range(first, first + steps):
+            sim.tick(step, done=step == done_at)
+            time.sleep(0.03)  # ~30 Hz on the wall clock, above the contract's 10 fps
+
+    try:
+        sim.episode_of(60, upto=2)  # joined mid-episode: the recording begins at the next reset
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                rec.request("start", session=True).result(10)
+                break
+            except NoMessageYetError:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        run(40, done_at=42, first=3)  # more than one audit window while recording (waiting)
+        time.sleep(1.5)  # the reset
+        sim.episode += 1
+        run(45)  # the recorded episode, more than one window
+        assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+        assert "recovered" not in caplog.text
+        # the sim silent inside an episode: that is still reported
+        deadline = time.monotonic() + 5
+        while "stale: last message" not in caplog.text and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "stale: last message" in caplog.text
+        sim.tick(45, done=True)
+        deadline = time.monotonic() + 20
+        while not rec.done.is_set() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        rec.request("finalize").result(30)
+    finally:
+        rec.close()
+    assert len(_episode_values(tmp_path / "ds")) == 1
+
+
 def test_episode_boundaries_must_be_time_or_sim(tmp_path):
     cfg = LiveConfig(
         dataset_root=str(tmp_path / "ds"), episode=EpisodeConfig(task=""), episode_boundaries="steps"

@@ -299,6 +299,27 @@ def test_sigkill_mid_episode_keeps_earlier_episodes_and_resume_appends(tmp_path,
     check_dataset(tmp_path / "ds", episodes=2, seconds=2.0, output=proc.output() + proc2.output())
 
 
+def test_ctrl_c_mid_episode_saves_it_and_says_it_was_cut_short(tmp_path, ros_node):
+    """As lerobot-record on Ctrl-C: the episode in progress is saved and the dataset finalized; the log
+    says the episode was cut short (it used to read like one that ran its full time)."""
+    status = MessageCollector(ros_node, RecorderStatus, "/recorder/status", qos=STATUS_QOS)
+    with Sources():
+        proc = recorder(tmp_path, auto_record=True, num_episodes=2, episode_time_s=20.0)
+        with proc:
+            wait_status(
+                status, lambda s: s.state == RecorderStatus.STATE_RECORDING and s.frames > 15, 30, proc
+            )
+            proc.signal(signal.SIGINT)
+            assert wait_until(lambda: proc.returncode is not None, 60), proc.output()[-3000:]
+    out = proc.output()
+    assert proc.returncode == 0, out[-3000:]
+    found = re.search(r"episode 0 saved: (\d+) frames, cut short by the shutdown ([\d.]+) s into it", out)
+    assert found, out[-3000:]
+    assert 0.5 < float(found.group(2)) < 20.0
+    assert DatasetReader(tmp_path / "ds").num_episodes == 1
+    assert int(DatasetReader(tmp_path / "ds").episode_meta(0)["length"]) == int(found.group(1))
+
+
 def test_source_dying_mid_episode_warns_and_reports_without_crashing(tmp_path, ros_node):
     status = MessageCollector(ros_node, RecorderStatus, "/recorder/status", qos=STATUS_QOS)
     src = Sources()

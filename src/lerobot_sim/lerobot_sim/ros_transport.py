@@ -40,7 +40,8 @@ from lerobot_sim.session import EpisodeState
 
 
 class SimProcess:
-    """A sim node in its own process; output goes to a log file (path in .log_path)."""
+    """A sim node in its own process; output goes to a log file (path in .log_path), removed by
+    :meth:`stop` when the sim ended cleanly."""
 
     def __init__(
         self, executable: str, parameters: dict[str, Any], node_name: str = "sim", namespace: str = ""
@@ -97,6 +98,11 @@ class SimProcess:
         self._log.close()
         with contextlib.suppress(OSError):
             os.unlink(self.params_path)
+        if self.proc.returncode in (0, -signal.SIGINT):
+            # a clean run's log goes (one per sim start would pile up in the temp folder); the log of a
+            # sim that failed stays, for the error that names it
+            with contextlib.suppress(OSError):
+                os.unlink(self.log_path)
         return self.proc.returncode
 
 

@@ -82,12 +82,13 @@ def test_eval_random_policy_and_bad_arguments(tmp_path):
 def test_killed_sim_process_is_reported_restarted_and_the_episode_rerun():
     preset = resolve_env("so101_cube", ["front"])
     factory, _ = make_transport_factory(preset, {"image_height": 48, "image_width": 64}, log=lambda m: None)
-    killed = []
+    killed, logs = [], []
 
     def kill_once(episode, step):
         if episode == 0 and step == 10 and not killed:
             proc = factory.state["process"]
             killed.append(proc.pid)
+            logs.append(proc.log_path)
             os.kill(proc.pid, signal.SIGKILL)  # a real crash of the sim process
 
     messages = []
@@ -98,8 +99,14 @@ def test_killed_sim_process_is_reported_restarted_and_the_episode_rerun():
     assert eps[0].restarts == 1 and eps[0].success
     report = "\n".join(messages)
     assert "exited with code -9" in report and "restarting" in report
+    # the killed sim's log stays (the report names it); a sim that ended cleanly leaves none behind
+    assert os.path.exists(logs[0]) and logs[0] in report
+    logs.append(factory.state["process"].log_path)
     clean, _, _ = run_episodes(factory, ScriptedPolicy(), EvalSettings(1, seed=2), log=lambda m: None)
     assert clean[0].sum_reward == eps[0].sum_reward and clean[0].restarts == 0
+    logs.append(factory.state["process"].log_path)
+    assert [os.path.exists(p) for p in logs] == [True, False, False]
+    os.unlink(logs[0])
 
 
 def test_evaluate_policy_action(ros_node):

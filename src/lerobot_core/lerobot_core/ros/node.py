@@ -4,7 +4,10 @@ loud on a real error; and the autostart of lifecycle nodes."""
 from __future__ import annotations
 
 import faulthandler
+import signal
+import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -12,6 +15,7 @@ import rclpy
 from rclpy.exceptions import ParameterException
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 from rclpy.lifecycle import TransitionCallbackReturn
+from rclpy.signals import SignalHandlerOptions, get_current_signal_handlers_options
 from rclpy.utilities import get_default_context
 
 from lerobot_core.ros.params import UnknownParameterError, reject_unknown_parameters
@@ -25,14 +29,87 @@ def until_shutdown(context=None) -> Iterator[None]:
     the executor is in can fail with some other error (e.g. a RuntimeError from the bindings) before
     the KeyboardInterrupt is raised. An error raised once the context is down is that race: the
     process was stopping, and it must still leave through its safe state with exit code 0.
+
+    Nothing may be torn down before rclpy's signal thread is done with the signal (see
+    :func:`wait_for_signal_thread`): after a KeyboardInterrupt this waits for it before returning.
     """
     try:
         yield
-    except (KeyboardInterrupt, ExternalShutdownException):
+    except KeyboardInterrupt:
+        wait_for_signal_thread(context)
+    except ExternalShutdownException:
         pass
     except Exception:
         if (context if context is not None else get_default_context()).ok():
             raise
+
+
+def wait_for_signal_thread(context=None, timeout_s: float = 1.0) -> bool:
+    """After Ctrl-C: wait until rclpy's signal thread has shut `context` down; False after `timeout_s`.
+
+    rclpy handles SIGINT and SIGTERM in a thread of its own: it triggers every executor's signal guard
+    condition, then shuts the contexts down. The KeyboardInterrupt reaches a busy main thread (in a
+    callback, or in a ``main_loop``) at once, so an executor shut down or a node destroyed right away
+    frees guard conditions (and rclpy's list of them) that thread is still triggering: the scripted
+    expert died of SIGSEGV in ``destroy_node`` at shutdown, the thread that crashed being rclpy's own
+    (faulthandler marked no Python thread as current). The context goes down only after the last
+    trigger, so once it is down nothing of that signal is left in flight.
+    """
+    if get_current_signal_handlers_options() not in (SignalHandlerOptions.ALL, SignalHandlerOptions.SIGINT):
+        return True  # no rclpy SIGINT handler: a KeyboardInterrupt is Python's alone
+    context = context if context is not None else get_default_context()
+    deadline = time.monotonic() + timeout_s
+    while context.ok():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.001)
+    return True
+
+
+def dump_stacks_on_sigterm() -> None:
+    """While the node stops (safe state, executor and node teardown) a SIGTERM prints every thread's
+    Python stack to stderr, until :func:`stop_dumping_stacks_on_sigterm`.
+
+    A launcher sends SIGTERM to a node that did not stop in time after its SIGINT (then SIGKILL): the
+    log then says where the node hung instead of only that it did. The first SIGINT or SIGTERM has
+    already stopped the node, so rclpy's handler has nothing left to do with a later one (it would
+    only trigger guard conditions that are being destroyed).
+    """
+    if not hasattr(faulthandler, "register"):  # not on Windows
+        return
+    try:
+        faulthandler.register(signal.SIGTERM, file=sys.__stderr__, all_threads=True, chain=False)
+    except (AttributeError, ValueError, OSError):  # no real stderr (an embedding, a closed one)
+        pass
+
+
+def stop_dumping_stacks_on_sigterm(previous) -> None:
+    """Undo :func:`dump_stacks_on_sigterm` once rclpy is shut down: SIGTERM's handler is again the one
+    from before ``rclpy.init`` (`previous`, from ``signal.getsignal``), as rclpy's own shutdown leaves it."""
+    if hasattr(faulthandler, "unregister"):
+        faulthandler.unregister(signal.SIGTERM)
+    if previous is not None:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def log_to_console_only_once_shut_down(context=None) -> bool:
+    """When `context` is already shut down (Ctrl-C, SIGTERM): end rclpy's logging set-up now, as its own
+    shutdown would, so that the node's safe state logs to the console only; True if it did.
+
+    rclpy's signal thread shuts the context down without finishing logging (only ``rclpy.shutdown``
+    does), so every line the safe state logs ("shutdown: hold") went to the console and then failed
+    on the node's /rosout publisher, whose context is gone: rcl printed "Failed to publish log message
+    to rosout: publisher's context is invalid" for it.
+    """
+    context = context if context is not None else get_default_context()
+    if context.ok():
+        return False
+    finish = getattr(context, "_logging_fini", None)  # rclpy's own, run by Context.shutdown()
+    if finish is None:
+        return False
+    with context._lock:  # what _logging_fini expects held
+        finish()
+    return True
 
 
 def spin_until_shutdown(
@@ -47,6 +124,7 @@ def spin_until_shutdown(
             else:
                 executor.spin()
     finally:
+        log_to_console_only_once_shut_down()
         if before_destroy is not None:
             before_destroy()
         node.destroy_node()
@@ -135,6 +213,7 @@ def run_node(
         faulthandler.enable()
     if before_init is not None:
         before_init()
+    sigterm_before = signal.getsignal(signal.SIGTERM)
     rclpy.init(args=args)
     node = ex = spinner = None
     code = 0
@@ -170,24 +249,47 @@ def run_node(
     except SystemExit as exc:  # a node that is done (e.g. after a fixed number of messages)
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     finally:
+        dump_stacks_on_sigterm()
+        log_to_console_only_once_shut_down()
         if node is not None:
             if on_exit is not None:
                 safe_state_code = on_exit(node)
                 code = code or safe_state_code or 0
             if ex is not None:
-                ex.shutdown(timeout_sec=2.0)
+                _despite_a_late_ctrl_c(lambda: ex.shutdown(timeout_sec=2.0))
             if spinner is not None:
-                spinner.join(timeout=5.0)
-            node.destroy_node()
-        rclpy.try_shutdown()
+                _despite_a_late_ctrl_c(lambda: spinner.join(timeout=5.0))
+            _despite_a_late_ctrl_c(node.destroy_node)
+        _despite_a_late_ctrl_c(rclpy.try_shutdown)
+        stop_dumping_stacks_on_sigterm(sigterm_before)
     return code
+
+
+def _despite_a_late_ctrl_c(step: Callable[[], object], attempts: int = 3) -> None:
+    """Run a teardown step; a Ctrl-C meanwhile (the process is stopping already) does not cut it short.
+
+    A node that ends on its own (joint_state_tf without tf2_msgs) can get lerobot-launch's SIGINT while
+    it destroys itself: the KeyboardInterrupt came out of destroy_node as a traceback. The step is run
+    again (rclpy's teardown calls may be repeated); the safe state before it is not guarded.
+    """
+    for attempt in range(attempts):
+        try:
+            step()
+            return
+        except KeyboardInterrupt:
+            if attempt + 1 == attempts:
+                raise
 
 
 __all__ = [
     "autostart_timer",
     "configure_and_activate",
+    "dump_stacks_on_sigterm",
+    "log_to_console_only_once_shut_down",
     "publish_unless_shut_down",
     "run_node",
     "spin_until_shutdown",
+    "stop_dumping_stacks_on_sigterm",
     "until_shutdown",
+    "wait_for_signal_thread",
 ]
