@@ -21,7 +21,7 @@ import time
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-from lerobot_core.dds_transport import large_image_transport_profile
+from lerobot_core.dds_transport import large_image_transport_profile, user_profile
 from lerobot_sim.eval_cli import make_transport_factory, resolve_env
 from lerobot_sim.evaluation import LocalEnvTransport, ScriptedPolicy
 from lerobot_sim.registration import SO101_CUBE_ID
@@ -58,7 +58,7 @@ def main() -> None:
     ap.add_argument("--cameras", type=int, nargs="+", default=[0, 1, 2], choices=[0, 1, 2])
     args = ap.parse_args()
     # the sim process loads the large-image profile itself on a localhost Fast DDS stack (docs/sim.md)
-    profile = os.environ.get("FASTDDS_DEFAULT_PROFILES_FILE") or large_image_transport_profile() or ""
+    profile = user_profile() or large_image_transport_profile() or ""
     print(
         f"SO-101 cube, {args.steps} steps per measurement in {args.rounds} rounds, images "
         f"{args.height}x{args.width}, MUJOCO_GL={os.environ['MUJOCO_GL']}, {os.cpu_count()} CPUs, "

@@ -9,6 +9,13 @@ segment and UDP on 127.0.0.1 only. Readers need nothing: they map the writer's s
 
 It is applied only where the stack already keeps DDS on this host: Fast DDS is the RMW,
 ROS_AUTOMATIC_DISCOVERY_RANGE is LOCALHOST (env.sh), and the user has no profile file of their own.
+
+Two Fast DDS generations, one behaviour (both are tested in CI):
+- Fast DDS 3 (Kilted) reads the profile from FASTDDS_DEFAULT_PROFILES_FILE and names its shared-memory
+  files /dev/shm/fastdds_*;
+- Fast DDS 2.14 (Jazzy) reads FASTRTPS_DEFAULT_PROFILES_FILE only (the other name is ignored: the
+  profile silently did not apply on Jazzy, and large images stalled there) and names them fastrtps_*.
+The profile is set under both names, and a user's own file under either name wins.
 """
 
 from __future__ import annotations
@@ -20,11 +27,23 @@ import time
 from collections.abc import Mapping, MutableMapping
 
 LARGE_IMAGE_PROFILE = "fastdds_large_images.xml"
+# the profile file's variable: Fast DDS 3 (Kilted and later), Fast DDS 2.x (Jazzy, Humble)
+PROFILE_VARIABLES = ("FASTDDS_DEFAULT_PROFILES_FILE", "FASTRTPS_DEFAULT_PROFILES_FILE")
+# shared-memory file prefixes: Fast DDS 3, Fast DDS 2.x
+SHM_PREFIXES = ("fastdds_", "fastrtps_")
+
+
+def user_profile(environ: Mapping[str, str] = os.environ) -> str | None:
+    """The Fast DDS profile file named in the environment under either generation's variable."""
+    for name in PROFILE_VARIABLES:
+        if environ.get(name):
+            return environ[name]
+    return None
 
 
 def large_image_transport_profile(environ: Mapping[str, str] = os.environ) -> str | None:
     """Path of the profile this process should load, or None to leave DDS as it is."""
-    if environ.get("FASTDDS_DEFAULT_PROFILES_FILE"):
+    if user_profile(environ):
         return None
     if environ.get("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp") != "rmw_fastrtps_cpp":
         return None
@@ -39,7 +58,8 @@ def use_large_image_transport(environ: MutableMapping[str, str] = os.environ) ->
     process's first participant is made). Returns the path applied, or None."""
     profile = large_image_transport_profile(environ)
     if profile:
-        environ["FASTDDS_DEFAULT_PROFILES_FILE"] = profile
+        for name in PROFILE_VARIABLES:  # whichever Fast DDS this rclpy links
+            environ[name] = profile
     return profile
 
 
@@ -55,7 +75,7 @@ def remove_dead_segments(shm_dir: str = "/dev/shm", min_age_s: float = 10.0) -> 
     removed = []
     now = time.time()
     for name in sorted(os.listdir(shm_dir)):
-        if not (name.startswith("fastdds_") and name.endswith("_el")):
+        if not (name.startswith(SHM_PREFIXES) and name.endswith("_el")):
             continue
         lock_path = os.path.join(shm_dir, name)
         data_path = lock_path[: -len("_el")]

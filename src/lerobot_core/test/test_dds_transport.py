@@ -5,7 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from lerobot_core.dds_transport import LARGE_IMAGE_PROFILE, large_image_transport_profile
+from lerobot_core.dds_transport import (
+    LARGE_IMAGE_PROFILE,
+    PROFILE_VARIABLES,
+    large_image_transport_profile,
+    use_large_image_transport,
+)
 
 CONFIG = Path(__file__).resolve().parents[1] / "lerobot_core" / "config" / LARGE_IMAGE_PROFILE
 LOCAL = {"ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST", "RMW_IMPLEMENTATION": "rmw_fastrtps_cpp"}
@@ -15,6 +20,7 @@ LOCAL = {"ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST", "RMW_IMPLEMENTATION": "rm
     "environ",
     [
         {**LOCAL, "FASTDDS_DEFAULT_PROFILES_FILE": "/somewhere/mine.xml"},  # the user's own profile wins
+        {**LOCAL, "FASTRTPS_DEFAULT_PROFILES_FILE": "/somewhere/mine.xml"},  # ... under Fast DDS 2's name too
         {**LOCAL, "ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET"},  # the stack was asked to leave the host
         {"RMW_IMPLEMENTATION": "rmw_fastrtps_cpp"},  # no range given: ROS's default is SUBNET
         {**LOCAL, "RMW_IMPLEMENTATION": "rmw_cyclonedds_cpp"},  # not Fast DDS
@@ -28,6 +34,50 @@ def test_large_image_profile_is_used_on_a_localhost_fast_dds_stack():
     path = large_image_transport_profile(dict(LOCAL))
     assert path is not None and Path(path).name == LARGE_IMAGE_PROFILE
     assert large_image_transport_profile({"ROS_AUTOMATIC_DISCOVERY_RANGE": "localhost"}) == path
+
+
+def test_the_profile_is_named_for_both_fast_dds_generations():
+    """Jazzy's Fast DDS 2.14 reads only FASTRTPS_DEFAULT_PROFILES_FILE, Kilted's Fast DDS 3 only
+    FASTDDS_DEFAULT_PROFILES_FILE: a process of either distro must get the profile."""
+    environ = dict(LOCAL)
+    path = use_large_image_transport(environ)
+    assert path is not None
+    assert {name: environ.get(name) for name in PROFILE_VARIABLES} == {
+        "FASTDDS_DEFAULT_PROFILES_FILE": path,
+        "FASTRTPS_DEFAULT_PROFILES_FILE": path,
+    }
+
+
+@pytest.mark.ros
+def test_this_distros_fast_dds_applies_the_profile(tmp_path):
+    """A participant made after use_large_image_transport() owns the profile's 32 MB segment, with the
+    rclpy of this run (Kilted: Fast DDS 3; Jazzy: Fast DDS 2.14, which ignored the profile before)."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import os, time\n"
+        "from lerobot_core.dds_transport import use_large_image_transport, SHM_PREFIXES\n"
+        "assert use_large_image_transport()\n"
+        "import rclpy\n"
+        "from sensor_msgs.msg import Image\n"
+        "rclpy.init(); node = rclpy.create_node('profile_probe')\n"
+        "node.create_publisher(Image, 'probe_image', 1)\n"
+        "sizes = {}\n"
+        "for line in open('/proc/self/maps'):\n"
+        "    parts = line.split()\n"
+        "    if len(parts) >= 6 and os.path.basename(parts[5]).startswith(SHM_PREFIXES) and '_port' not in parts[5]:\n"
+        "        lo, hi = (int(x, 16) for x in parts[0].split('-'))\n"
+        "        sizes[parts[5]] = sizes.get(parts[5], 0) + hi - lo\n"
+        "print(max(sizes.values(), default=0))\n"
+        "node.destroy_node(); rclpy.shutdown()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in PROFILE_VARIABLES}
+    env.update(LOCAL)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert int(out.stdout.split()[-1]) >= 32 * 2**20, out.stdout
 
 
 def test_large_image_profile_keeps_dds_on_this_host():

@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lerobot_core.dds_transport import large_image_transport_profile
+from lerobot_core.dds_transport import SHM_PREFIXES, large_image_transport_profile
 
 
 class _CountingPublisher:
@@ -63,12 +63,15 @@ def test_topics_without_subscribers_are_not_built():
         rclpy.try_shutdown(context=context)
 
 
+SHM_FILES = tuple(f"/dev/shm/{prefix}" for prefix in SHM_PREFIXES)  # Fast DDS 3 and 2.x names
+
+
 def _shm_segments(pid: int) -> dict[str, int]:
     """Fast DDS shared-memory segments mapped by a process: name -> mapped bytes."""
     sizes: dict[str, int] = {}
     for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
         parts = line.split()
-        if len(parts) >= 6 and parts[5].startswith("/dev/shm/fastdds_") and "_el" not in parts[5]:
+        if len(parts) >= 6 and parts[5].startswith(SHM_FILES) and "_el" not in parts[5]:
             lo, hi = (int(x, 16) for x in parts[0].split("-"))
             sizes[parts[5]] = sizes.get(parts[5], 0) + hi - lo
     return sizes

@@ -11,6 +11,7 @@ from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from lerobot_core.dds_transport import SHM_PREFIXES
 from lerobot_core.robots import get_robot_spec
 from lerobot_core.ros.testing import MessageCollector, RosProcess, wait_until
 from lerobot_msgs.msg import EpisodeInfo
@@ -215,7 +216,8 @@ def _own_shm_segments(pid: int) -> dict[str, int]:
             target = os.readlink(fd)
         except OSError:  # closed meanwhile
             continue
-        if target.startswith("/dev/shm/fastdds_") and target.endswith("_el") and "_port" not in target:
+        shm_file = target.startswith(tuple(f"/dev/shm/{prefix}" for prefix in SHM_PREFIXES))
+        if shm_file and target.endswith("_el") and "_port" not in target:
             segment = target[: -len("_el")]
             if os.path.exists(segment):
                 own[segment] = os.path.getsize(segment)
