@@ -70,6 +70,9 @@ else
     ASYNC_EXTRA=('grpcio>=1.73.1,<2' 'protobuf>=6.31.1,<8' 'matplotlib>=3.10.3,<4' 'contourpy>=1.3,<2')
     RERUN='rerun-sdk>=0.24,<0.34'  # 0.6.1's `viz` extra
 fi
+# lerobot-train of 0.6.1 needs accelerate (its training extra, without wandb); 0.4.4 installs it below
+ACCELERATE='accelerate>=1.14.0,<2'
+
 
 if [ -f "$VENV/.ready" ]; then
     # venvs made before the ROS wheels / our packages / async were part of the recipe: add them (additive)
@@ -82,6 +85,9 @@ if [ -f "$VENV/.ready" ]; then
     fi
     if ! "$VENV/bin/python" -c "import grpc, google.protobuf, matplotlib" 2>/dev/null; then
         pipi "${ASYNC_EXTRA[@]}"
+    fi
+    if [ "$VERSION" = 0.6.1 ] && ! "$VENV/bin/python" -c "import accelerate" 2>/dev/null; then
+        pipi "$ACCELERATE"
     fi
     echo "make-lerobot-ref-venv: $VENV (LeRobot $VERSION) is ready"
     exit 0
@@ -102,7 +108,7 @@ else
     # torch (2.7-2.11) and the rest as 0.6.1's metadata asks, from the index; pyserial and deepdiff: its
     # hardware extra without pynput (lerobot-record / -teleoperate import them)
     pipi 'lerobot[dataset,diffusion,async]==0.6.1' "$RERUN" 'pyserial>=3.5,<4' 'deepdiff>=7.0.1,<9' \
-        "${ASYNC_EXTRA[@]}"
+        "$ACCELERATE" "${ASYNC_EXTRA[@]}"
 fi
 # rclpy & co.: the project's pytest plugin (loaded by any pytest run in this venv) imports rclpy.
 pipi -r "$ROS_WHEELS"
