@@ -6,7 +6,7 @@
    layers, 1 decoder layer, ResNet-18, chunk_size 100) on one 480x640 camera + 6-D state, batch 1,
    `--threads` torch threads. The baseline is LeRobot 0.4.4's own ACTPolicy (predict_action_chunk
    through its saved pre/post processors) run in the same benchmark as a subprocess of the
-   lerobot reference venv (LEROBOT_REF_PYTHON, default /work/lerobot-ref-venv/bin/python); it also
+   lerobot reference venv (LEROBOT_REF_PYTHON, default $LEROBOT_REF_VENV/bin/python); it also
    creates the random-init checkpoint both sides load. Without it, only our figures are printed.
 2. Control-loop period jitter |period - 1/rate| p50/p99 at 30 Hz and 100 Hz while inference runs
    continuously on the other thread (queue_mode ensemble: a new chunk is requested as soon as the
@@ -32,7 +32,11 @@ from pathlib import Path
 
 import numpy as np
 
-REF_PYTHON = os.environ.get("LEROBOT_REF_PYTHON", "/work/lerobot-ref-venv/bin/python")
+REF_PYTHON = os.environ.get("LEROBOT_REF_PYTHON") or os.path.join(
+    os.environ.get("LEROBOT_REF_VENV") or os.path.expanduser("~/.cache/lerobot_ros/lerobot-0.4.4"),
+    "bin",
+    "python",
+)
 H, W = 480, 640
 
 LEROBOT_SIDE = r"""

@@ -51,7 +51,7 @@ NO_REALTIME = (
 
 FPS = 30
 HEIGHT, WIDTH = 480, 640
-REF_VENV = Path(os.environ.get("LEROBOT_REF_VENV", "/work/lerobot-ref-venv"))
+REF_VENV = Path(os.environ.get("LEROBOT_REF_VENV") or Path.home() / ".cache/lerobot_ros/lerobot-0.4.4")
 
 # Shared by this process and the subprocesses (ours and LeRobot's): same features, same frames.
 COMMON = textwrap.dedent(

@@ -8,7 +8,8 @@
    time: the sim waits for the expert and the recorder, so no tick is dropped), seeds from 0; one demo
    is one sim episode, from its reset to the step the cube is lifted (or the sim's step limit);
 2. trains ACT with LeRobot's own `lerobot-train` (scripts/lerobot_train_offline.py, run by the
-   interpreter of a LeRobot 0.4.4 venv: --lerobot-python, default /work/lerobot-ref-venv/bin/python);
+   interpreter of a LeRobot 0.4.4 venv: --lerobot-python, default $LEROBOT_REF_VENV/bin/python, else
+   ~/.cache/lerobot_ros/lerobot-0.4.4/bin/python);
 3. evaluates every saved checkpoint (the learning curve), the scripted expert and a random policy with
    `lerobot-sim-eval` through ROS (lockstep) on the same --eval-seed.. seeds, never used for demos;
 4. writes <out>/metrics.json and prints #demos, training time and pc_success of each policy.
@@ -28,6 +29,12 @@ from pathlib import Path
 from lerobot_core import cli
 
 ROOT = Path(__file__).resolve().parent.parent
+# the LeRobot 0.4.4 side venv of scripts/make-lerobot-ref-venv.sh
+DEFAULT_LEROBOT_PYTHON = os.path.join(
+    os.environ.get("LEROBOT_REF_VENV") or os.path.expanduser("~/.cache/lerobot_ros/lerobot-0.4.4"),
+    "bin",
+    "python",
+)
 NORMALIZATION = {"VISUAL": "MEAN_STD", "STATE": "MEAN_STD", "ENV": "MEAN_STD", "ACTION": "MEAN_STD"}
 
 
@@ -158,7 +165,7 @@ def main() -> int:
         default=150,
         help="eval episode step limit; 0 = the env's own limit (300 steps for so101_cube)",
     )
-    ap.add_argument("--lerobot-python", default="/work/lerobot-ref-venv/bin/python")
+    ap.add_argument("--lerobot-python", default=DEFAULT_LEROBOT_PYTHON)
     ap.add_argument("--keep", action="store_true", help="reuse an existing dataset / training in --out")
     args = ap.parse_args()
     if args.threads < 0:

@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from closed_loop import ROOT, dropped_ticks, evaluate, run, train, train_log
+from closed_loop import DEFAULT_LEROBOT_PYTHON, ROOT, dropped_ticks, evaluate, run, train, train_log
 
 from lerobot_core import cli
 from lerobot_msgs.msg import ControlStatus
@@ -206,7 +206,7 @@ def main() -> int:
         default=150,
         help="eval episode step limit; 0 = the env's own limit (300 steps for so101_cube)",
     )
-    ap.add_argument("--lerobot-python", default="/work/lerobot-ref-venv/bin/python")
+    ap.add_argument("--lerobot-python", default=DEFAULT_LEROBOT_PYTHON)
     ap.add_argument(
         "--keep",
         action="store_true",

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """`lerobot-train` (LeRobot 0.4.4) offline on CPU, without editing LeRobot's files.
 
-    /work/lerobot-ref-venv/bin/python scripts/lerobot_train_offline.py --dataset.repo_id=local/sim \
+    $LEROBOT_REF_VENV/bin/python scripts/lerobot_train_offline.py --dataset.repo_id=local/sim \
         --dataset.root=outputs/sim_so101 --policy.type=act --policy.device=cpu \
         --policy.pretrained_backbone_weights=null --policy.push_to_hub=false ...
 

@@ -21,17 +21,23 @@ export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
 echo "== ruff"
 ruff check .
 ruff format --check .
-# LeRobot-compat tests load every dataset shape we write with the real LeRobot 0.4.4, in a side venv.
-# Built here when missing; if it cannot be built, those tests fail with the reason (never skip).
-export LEROBOT_REF_VENV="${LEROBOT_REF_VENV:-/work/lerobot-ref-venv}"
-echo "== LeRobot 0.4.4 side venv: $LEROBOT_REF_VENV (scripts/make-lerobot-ref-venv.sh builds it when missing)"
-ref_log=$(mktemp)
-if ! bash scripts/make-lerobot-ref-venv.sh "$LEROBOT_REF_VENV" >"$ref_log" 2>&1; then
-    LEROBOT_REF_VENV_ERROR="scripts/make-lerobot-ref-venv.sh $LEROBOT_REF_VENV failed: $(tail -n 3 "$ref_log" | tr '\n' ' ')"
-    export LEROBOT_REF_VENV_ERROR
-    echo "$LEROBOT_REF_VENV_ERROR" >&2
-fi
-rm -f "$ref_log"
+# LeRobot-compat tests check us against the real LeRobot 0.4.4 and 0.6.1, each in a side venv (defaults:
+# ~/.cache/lerobot_ros/lerobot-<version>). Built here when missing; if one cannot be built, its tests fail
+# with the reason (never skip).
+export LEROBOT_REF_VENV="${LEROBOT_REF_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/lerobot_ros/lerobot-0.4.4}"
+export LEROBOT_REF_VENV_06="${LEROBOT_REF_VENV_06:-${XDG_CACHE_HOME:-$HOME/.cache}/lerobot_ros/lerobot-0.6.1}"
+for version in 0.4.4 0.6.1; do
+    if [ "$version" = 0.4.4 ]; then var=LEROBOT_REF_VENV; else var=LEROBOT_REF_VENV_06; fi
+    echo "== LeRobot $version side venv: ${!var} (scripts/make-lerobot-ref-venv.sh builds it when missing)"
+    ref_log=$(mktemp)
+    if ! bash scripts/make-lerobot-ref-venv.sh --version "$version" "${!var}" >"$ref_log" 2>&1; then
+        printf -v "${var}_ERROR" '%s' "scripts/make-lerobot-ref-venv.sh --version $version ${!var} failed: $(tail -n 3 "$ref_log" | tr '\n' ' ')"
+        export "${var}_ERROR"
+        err_var="${var}_ERROR"
+        echo "${!err_var}" >&2
+    fi
+    rm -f "$ref_log"
+done
 echo "== pytest"
 set +e
 python -m pytest "$@"  # the lerobot_core pytest11 plugin loads itself (ROS_DOMAIN_ID per process)

@@ -1,6 +1,6 @@
 """The LeRobot plugins (lerobot_plugins/) inside LeRobot 0.4.4, against the real simulated SO-101 over DDS.
 
-LeRobot runs in its own venv (scripts/make-lerobot-ref-venv.sh, default /work/lerobot-ref-venv, or
+LeRobot runs in its own venv (scripts/make-lerobot-ref-venv.sh, default ~/.cache/lerobot_ros/lerobot-0.4.4, or
 $LEROBOT_REF_VENV) with the ROS 2 wheels and the plugins installed; the sim graph runs from this
 workspace (lerobot-launch). Both sides share this test module's ROS_DOMAIN_ID on loopback. Without that
 venv these tests fail with the reason: CI builds it.

@@ -82,11 +82,8 @@ def test_lerobot_loads_the_recording(recorded, lerobot_python):
         chk = importlib.util.module_from_spec(spec); spec.loader.exec_module(chk)
         chk._stub_accelerate()
         from lerobot.datasets import lerobot_dataset as ld
-        ds = ld.LeRobotDataset("lerobot_ros/teleop_demo", root={str(root)!r})
-        try:
-            ds[0]
-        except Exception:
-            ld.decode_video_frames = chk._pyav_decode  # torchvision 0.29 has no VideoReader
+        ds = chk._open(ld, "lerobot_ros/teleop_demo", {str(root)!r})  # LeRobot 0.4.4 or 0.6.1
+        chk._use_pyav_if_lerobot_backend_fails(ld, ds)  # a decoder that runs here
         item = ds[len(ds) - 1]
         print(ds.num_episodes, len(ds), sorted(ds.meta.video_keys), tuple(item["observation.images.front"].shape),
               int(item["episode_index"]), item["task"])

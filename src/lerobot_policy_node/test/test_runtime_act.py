@@ -1,4 +1,5 @@
-"""Parity of the native ACT runtime with LeRobot 0.4.4 (fixture made by fixtures/make_act_fixture.py)."""
+"""Parity of the native ACT runtime with LeRobot 0.4.4 and 0.6.1 (fixtures made by fixtures/make_act_fixture.py
+run in each version's side venv)."""
 
 import shutil
 import sys
@@ -11,7 +12,7 @@ from lerobot_policy_node.runtime import ObservationError, PolicyLoadError, Unsup
 from lerobot_policy_node.runtime.act import sinusoid_2d
 from lerobot_policy_node.runtime.policy import NativeACTPolicy, lerobot_available
 
-from .conftest import ACT_SMALL
+from .conftest import ACT_SMALL, act_lerobot06
 
 
 @pytest.fixture(scope="module")
@@ -25,6 +26,20 @@ def test_act_chunk_matches_lerobot(act_policy, act_observations, act_reference):
     assert chunk.shape == expected.shape == (2, 10, 6)
     assert chunk.dtype == np.float32
     np.testing.assert_allclose(chunk, expected, atol=1e-4, rtol=0)
+
+
+def test_act_saved_by_lerobot_061_matches_its_chunk(tmp_path):
+    """The checkpoint as LeRobot 0.6.1 saves it (its config.json has keys 0.4.4 lacks, e.g.
+    pretrained_revision) and the chunk 0.6.1 computes for new inputs."""
+    ckpt, ref = act_lerobot06(tmp_path / "act06")
+    assert "pretrained_revision" in (ckpt / "config.json").read_text()
+    policy = load_policy(ckpt)
+    obs = {k[len("obs.") :]: v for k, v in ref.items() if k.startswith("obs.")}
+    chunk = policy.predict_action_chunk(obs)
+    print(
+        f"ACT saved by LeRobot 0.6.1: max |native - LeRobot| {np.abs(chunk - ref['action_chunk']).max():.2e}"
+    )
+    np.testing.assert_allclose(chunk, ref["action_chunk"], atol=1e-4, rtol=0)
 
 
 def test_act_runs_without_lerobot_or_torchvision(act_observations, act_reference):

@@ -1,4 +1,5 @@
-"""Parity of the native Diffusion Policy with LeRobot 0.4.4 (fixture made by fixtures/make_diffusion_fixture.py)."""
+"""Parity of the native Diffusion Policy with LeRobot 0.4.4 and 0.6.1 (fixtures made by
+fixtures/make_diffusion_fixture.py run in each version's side venv)."""
 
 import json
 import os
@@ -15,7 +16,13 @@ from lerobot_policy_node.runtime import ObservationError, PolicyLoadError, load_
 from lerobot_policy_node.runtime.diffusion_sampler import make_betas
 from lerobot_policy_node.runtime.policy import NativeDiffusionPolicy
 
-from .conftest import DIFFUSION_DIR, DIFFUSION_SMALL, build_diffusion_variant, observation_step
+from .conftest import (
+    DIFFUSION_06_DIR,
+    DIFFUSION_DIR,
+    DIFFUSION_SMALL,
+    build_diffusion_variant,
+    observation_step,
+)
 
 N_STEPS = 3
 TOL = 1e-4
@@ -97,6 +104,29 @@ def test_variant_matches_lerobot(tmp_path, variant):
         assert chunk.shape == ref[f"{kind}.chunk.{i}"].shape
         diffs.append(max_diff(chunk, ref[f"{kind}.chunk.{i}"]))
     print(f"{variant} ({kind}) max |native - LeRobot| per step: {diffs}")
+    assert max(diffs) < TOL
+
+
+@pytest.mark.timeout(900)  # horizon 64, two ResNets, 100 DDPM steps, three control steps: minutes under load
+@pytest.mark.parametrize("variant", ["defaults_ddpm", "defaults_ddim", "groupnorm_shared_encoder"])
+def test_saved_by_lerobot_061_matches_its_chunks(tmp_path, variant):
+    """Checkpoints LeRobot 0.6.1 saved with its defaults (horizon 64, n_action_steps 32, batch norm, one
+    encoder per camera; two cameras), with DDPM and with DDIM, and with GroupNorm + a shared encoder:
+    three control steps, seeded, against 0.6.1's chunks."""
+    ckpt, ref = build_diffusion_variant(variant, tmp_path / variant, root=DIFFUSION_06_DIR)
+    raw = json.loads((ckpt / "config.json").read_text())
+    assert (raw["horizon"], raw["n_action_steps"]) == (64, 32) and "pretrained_revision" in raw
+    policy = load_policy(ckpt)
+    kind = raw["noise_scheduler_type"].lower()
+    history = ObservationHistory(policy.config.n_obs_steps, dict)
+    diffs = []
+    for i in range(N_STEPS):
+        torch.manual_seed(int(ref[f"{kind}.seed.{i}"]))
+        history.push(observation_step(ref, i))
+        chunk = policy.predict_action_chunk(history.batch())
+        assert chunk.shape == ref[f"{kind}.chunk.{i}"].shape == (2, 32, 6)
+        diffs.append(max_diff(chunk, ref[f"{kind}.chunk.{i}"]))
+    print(f"LeRobot 0.6.1 {variant} ({kind}) max |native - LeRobot| per step: {diffs}")
     assert max(diffs) < TOL
 
 

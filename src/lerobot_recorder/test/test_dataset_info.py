@@ -14,8 +14,12 @@ from lerobot_recorder.dataset_info import main
 FIXTURE = Path(__file__).parent / "fixtures" / "lerobot_v30_small"
 
 
-def test_describes_and_checks_the_dataset_lerobot_wrote(capsys):
-    assert main([str(FIXTURE), "--check"]) == 0
+@pytest.mark.parametrize(
+    "written_by", ["lerobot_v30_small", "lerobot_v30_small_lerobot06"], ids=["lerobot-0.4.4", "lerobot-0.6.1"]
+)
+def test_describes_and_checks_the_dataset_lerobot_wrote(capsys, written_by):
+    """The same dataset as LeRobot 0.4.4 and 0.6.1 write it (fixtures/make_lerobot_fixture.py)."""
+    assert main([str(FIXTURE.parent / written_by), "--check"]) == 0
     out = capsys.readouterr().out
     assert "format    v3.0" in out and "check: every video matches its rows" in out
     assert out.count("\nepisode ") >= 2

@@ -1,4 +1,5 @@
-"""DatasetReader on a dataset written by the real LeRobot 0.4.4 (LeRobot loading ours: test_lerobot_compat.py)."""
+"""DatasetReader on the datasets the real LeRobot 0.4.4 and 0.6.1 wrote (fixtures/make_lerobot_fixture.py;
+LeRobot loading ours: test_lerobot_compat.py)."""
 
 import importlib.util
 import shutil
@@ -11,6 +12,12 @@ from lerobot_recorder.dataset import DatasetError, DatasetReader
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 LEROBOT_FIXTURE = FIXTURES / "lerobot_v30_small"
+# the same dataset as written by each LeRobot version
+WRITTEN_BY = pytest.mark.parametrize(
+    "written_by",
+    [LEROBOT_FIXTURE, FIXTURES / "lerobot_v30_small_lerobot06"],
+    ids=["lerobot-0.4.4", "lerobot-0.6.1"],
+)
 
 
 def _fixture_module():
@@ -22,9 +29,10 @@ def _fixture_module():
     return mod
 
 
-def test_reads_dataset_written_by_lerobot():
+@WRITTEN_BY
+def test_reads_dataset_written_by_lerobot(written_by):
     fx = _fixture_module()
-    r = DatasetReader(LEROBOT_FIXTURE)
+    r = DatasetReader(written_by)
     assert r.info["codebase_version"] == "v3.0"
     assert (r.num_episodes, r.num_frames, r.fps) == (len(fx.EPISODE_LENGTHS), sum(fx.EPISODE_LENGTHS), fx.FPS)
     assert r.tasks == ["pick the cube", "place the cube"]
@@ -57,8 +65,9 @@ def test_reads_dataset_written_by_lerobot():
         r.episode(3)
 
 
-def test_fixture_is_small():
-    total = sum(p.stat().st_size for p in LEROBOT_FIXTURE.rglob("*") if p.is_file())
+@WRITTEN_BY
+def test_fixture_is_small(written_by):
+    total = sum(p.stat().st_size for p in written_by.rglob("*") if p.is_file())
     assert total < 300_000
 
 
@@ -71,12 +80,13 @@ def test_rejects_non_v3_dataset(tmp_path):
         DatasetReader(tmp_path / "nothing")
 
 
-def test_resume_appends_to_a_lerobot_written_dataset(tmp_path):
+@WRITTEN_BY
+def test_resume_appends_to_a_lerobot_written_dataset(tmp_path, written_by):
     from lerobot_recorder.dataset import DatasetWriter
 
     fx = _fixture_module()
     root = tmp_path / "ds"
-    shutil.copytree(LEROBOT_FIXTURE, root)
+    shutil.copytree(written_by, root)
     w = DatasetWriter.resume(root)
     assert w.vcodec == "libsvtav1" and w.total_episodes == 3
     for i in range(6):

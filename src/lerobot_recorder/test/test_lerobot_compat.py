@@ -1,8 +1,9 @@
 """The real LeRobot 0.4.4 loads every dataset shape we write, frame for frame.
 
 Shapes: several data/video files per chunk (DatasetWriter with tiny file limits), a live recording
-(the recorder's worker fed real CDR messages), a bag import resumed with a second bag, and a dataset
-LeRobot itself wrote, resumed by our writer. LeRobot runs in its own venv (scripts/test.sh builds it
+(the recorder's worker fed real CDR messages), a bag import resumed with a second bag, and the datasets
+LeRobot 0.4.4 and 0.6.1 wrote (fixtures/make_lerobot_fixture.py), each resumed by our writer and
+bag-imported into. LeRobot runs in its own venv (scripts/test.sh builds it
 with scripts/make-lerobot-ref-venv.sh when missing). Without that venv these tests FAIL with the
 reason: a compat check that silently skips is a check CI never runs.
 """
@@ -79,8 +80,23 @@ def make_bag_import_resumed(root: Path, work: Path) -> None:
     import_bags([_bag(work / "b", t0 + 60 * NS, 0.8, 1)], contract, root, resume=True, progress=False)
 
 
-def make_lerobot_written_resumed(root: Path, work: Path) -> None:
-    shutil.copytree(FIXTURES / "lerobot_v30_small", root)
+def _lerobot_written(fixture: str):
+    """A copy of the dataset a LeRobot version wrote, resumed by our writer, then bag-imported into."""
+
+    def make(root: Path, work: Path) -> None:
+        _resume_lerobot_written(FIXTURES / fixture, root)
+        contract = Contract.from_flags(
+            10, state="/joint_states", action="/leader/joint_states", images={"front": CAM}
+        )
+        import_bags(
+            [_bag(work / "c", 1_700_000_000 * NS, 0.6, 2)], contract, root, resume=True, progress=False
+        )
+
+    return make
+
+
+def _resume_lerobot_written(fixture: Path, root: Path) -> None:
+    shutil.copytree(fixture, root)
     fx = _load("make_lerobot_fixture", FIXTURES / "make_lerobot_fixture.py")
     w = DatasetWriter.resume(root)
     for i in range(5):
@@ -148,12 +164,13 @@ def make_live_recording(root: Path, work: Path) -> None:
 SHAPES = {
     "live_recording": make_live_recording,
     "bag_import_resumed": make_bag_import_resumed,
-    "lerobot_written_resumed": make_lerobot_written_resumed,
+    "lerobot044_written_resumed": _lerobot_written("lerobot_v30_small"),
+    "lerobot061_written_resumed": _lerobot_written("lerobot_v30_small_lerobot06"),
 }
 
 
 @pytest.mark.slow
-def test_lerobot_044_loads_every_shape_we_write(tmp_path, lerobot_python):
+def test_lerobot_loads_every_shape_we_write(tmp_path, lerobot_python):
     python = lerobot_python
     check = _load("check_with_lerobot", CHECK)
     roots = []

@@ -4,6 +4,8 @@ observation per env step."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -141,3 +143,22 @@ def test_chunks_are_scheduled_by_the_shared_action_queue(tmp_path):
     for t in range(1, 4):
         cp.select_action(_obs(t))
     assert cp.path.chunks == 4 and cp.path.scheduler.cfg.mode == "ensemble"
+
+
+@pytest.mark.timeout(900)
+def test_lerobot_backend_against_the_real_lerobot(lerobot_python, lerobot_version, tmp_path):
+    """fixtures/check_backend_history.py in each LeRobot side venv: diffusion_small through the lerobot
+    backend vs LeRobot's chunks and the native policy, and a random VQ-BeT (no native implementation)
+    saved by that LeRobot version, served by the lerobot backend through lerobot-sim-eval's path, vs
+    LeRobot's own select_action. With 0.6.1 the VQ-BeT checkpoint is a 0.6 one (its config.json has
+    pretrained_revision, which 0.4.4 would reject)."""
+    src = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    env.update(PYTHONPATH=str(src / "lerobot_core"), HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf"))
+    script = Path(__file__).parent / "fixtures" / "check_backend_history.py"
+    out = subprocess.run(
+        [str(lerobot_python), str(script)], capture_output=True, text=True, env=env, timeout=850
+    )
+    print(out.stdout)
+    assert out.returncode == 0, f"LeRobot {lerobot_version}:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
+    assert "vqbet (n_obs_steps 3) via lerobot-sim-eval's path vs select_action" in out.stdout

@@ -9,6 +9,7 @@ point at their own `.safetensors` files. Only JSON and safetensors are read: no 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -164,3 +165,42 @@ def read_pipeline(ckpt: Path, filename: str, *, native: bool) -> Pipeline:
                 "(install lerobot to run this checkpoint through its own processors)"
             )
     return pipe
+
+
+# major.minor of the LeRobot releases whose checkpoint format the native runtime reads: 0.4.4 and 0.6.1
+# are tested against their own checkpoints (docs/policy.md), 0.5 lies between them with the same files.
+KNOWN_LEROBOT_FORMATS = ((0, 4), (0, 5), (0, 6))
+_CARD_VERSION = re.compile(r"^\|\s*LeRobot version\s*\|\s*([^|]*?)\s*\|", re.MULTILINE)
+
+
+def saved_by_lerobot(ckpt: Path, cfg: dict[str, Any]) -> tuple[str, str] | None:
+    """The LeRobot version a checkpoint says it was saved by, and where it says so, if it says.
+
+    LeRobot 0.4.4 and 0.6.1 write no version into config.json; 0.6's Hub model card (README.md beside
+    the files of a Hub snapshot) has a "LeRobot version" row. A `lerobot_version` field in config.json
+    is read too, should a later release add one."""
+    if "lerobot_version" in cfg:
+        return str(cfg["lerobot_version"]), f"{str(ckpt / CONFIG_NAME)!r}, field 'lerobot_version'"
+    card = ckpt / "README.md"
+    if card.is_file():
+        match = _CARD_VERSION.search(card.read_text(encoding="utf-8", errors="replace"))
+        if match and match.group(1):
+            return match.group(1), f"{str(card)!r} (model card), field 'LeRobot version'"
+    return None
+
+
+def check_lerobot_format(ckpt: Path, cfg: dict[str, Any]) -> None:
+    """A checkpoint saved by a LeRobot version whose format the native runtime does not know is an
+    error naming the version and the field that says it (nothing is guessed from its files)."""
+    found = saved_by_lerobot(ckpt, cfg)
+    if found is None:
+        return
+    version, where = found
+    match = re.fullmatch(r"v?(\d+)\.(\d+)(?:[.\-+].*)?", version)
+    if match is None or (int(match.group(1)), int(match.group(2))) not in KNOWN_LEROBOT_FORMATS:
+        known = ", ".join(f"{a}.{b}" for a, b in KNOWN_LEROBOT_FORMATS)
+        raise PolicyLoadError(
+            f"policy checkpoint {str(ckpt)!r} was saved by LeRobot {version!r} ({where}); the native runtime "
+            f"reads the checkpoint formats of LeRobot {known} only. Run it with --backend lerobot in an "
+            "environment whose LeRobot reads that version"
+        )

@@ -25,6 +25,7 @@ from .checkpoint import (
     Feature,
     Pipeline,
     check_finite_tensors,
+    check_lerobot_format,
     parse_features,
     read_json,
     read_pipeline,
@@ -426,6 +427,7 @@ def load_policy(path: str | Path, device: str = "cpu", backend: str = "auto"):
     if backend not in ("auto", "native", "lerobot"):
         raise ValueError(f"backend must be auto, native or lerobot, got {backend!r}")
     if backend != "lerobot" and config.type in NATIVE_TYPES:
+        check_lerobot_format(ckpt, config.raw)
         cls = {"act": NativeACTPolicy, "diffusion": NativeDiffusionPolicy}[config.type]
         return cls(ckpt, config, device=device)
     if backend == "native":

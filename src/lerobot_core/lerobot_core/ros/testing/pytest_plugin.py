@@ -8,8 +8,9 @@
   killed process can leave a later participant on the same port "matched but receiving nothing"
   (eProsima/Fast-DDS#5053, #5469). Ports are numbered per domain, so a new domain never meets them.
 * Fixtures: `ros_domain_id`, `ros_node` (an rclpy node on its own context, spun in a thread),
-  `lerobot_python` (the LeRobot 0.4.4 side venv's python, for the tests that load our datasets
-  with the real LeRobot).
+  `lerobot_python` (a LeRobot side venv's python, for the tests that check us against the real
+  LeRobot; parametrized over every supported LeRobot version, test ids `lerobot-0.4.4` and
+  `lerobot-0.6.1`; `lerobot_version` is the version of that run).
 """
 
 from __future__ import annotations
@@ -21,7 +22,19 @@ from pathlib import Path
 
 import pytest
 
-REF_VENV = Path(os.environ.get("LEROBOT_REF_VENV", "/work/lerobot-ref-venv"))
+_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "lerobot_ros"
+# LeRobot version -> (its side venv, the variable naming it, the variable with why it could not be built)
+# (scripts/make-lerobot-ref-venv.sh --version V builds them; scripts/test.sh when missing)
+LEROBOT_VERSIONS = ("0.4.4", "0.6.1")
+_VENV_ENV = {"0.4.4": "LEROBOT_REF_VENV", "0.6.1": "LEROBOT_REF_VENV_06"}
+
+
+def ref_venv(version: str = "0.4.4") -> Path:
+    """The side venv of LeRobot `version` ($LEROBOT_REF_VENV / $LEROBOT_REF_VENV_06, else the cache's)."""
+    return Path(os.environ.get(_VENV_ENV[version]) or _CACHE / f"lerobot-{version}")
+
+
+REF_VENV = ref_venv("0.4.4")
 _DOMAIN_RANGE = range(110, 200)  # Fast DDS accepts 0..232; stay clear of env.sh's default 42
 _LOCK_DIR = Path("/tmp/lerobot_ros_domains")
 _lock_file = None
@@ -101,22 +114,33 @@ def ros_node(request):
         thread.join(timeout=2.0)
 
 
-def ref_venv_python() -> Path:
-    """The LeRobot 0.4.4 side venv's python. Missing, it is a test failure saying why, never a skip:
-    scripts/test.sh builds the venv and passes on why it could not (LEROBOT_REF_VENV_ERROR). Also for
-    module-scoped fixtures, which cannot take the function-scoped `lerobot_python`."""
-    error = os.environ.get("LEROBOT_REF_VENV_ERROR")
+def ref_venv_python(version: str = "0.4.4") -> Path:
+    """The python of LeRobot `version`'s side venv. Missing, it is a test failure saying why, never a
+    skip: scripts/test.sh builds the venvs and passes on why one could not be built
+    (LEROBOT_REF_VENV_ERROR, LEROBOT_REF_VENV_06_ERROR). Also for module-scoped fixtures, which cannot
+    take the function-scoped `lerobot_python`."""
+    if version not in _VENV_ENV:
+        raise ValueError(f"LeRobot {version} has no side venv (supported: {', '.join(LEROBOT_VERSIONS)})")
+    venv = ref_venv(version)
+    flag = "" if version == "0.4.4" else f"--version {version} "
+    error = os.environ.get(f"{_VENV_ENV[version]}_ERROR")
     if error:
-        pytest.fail(f"the LeRobot 0.4.4 side venv could not be built: {error}")
-    if not (REF_VENV / ".ready").exists():
+        pytest.fail(f"the LeRobot {version} side venv could not be built: {error}")
+    if not (venv / ".ready").exists():
         pytest.fail(
-            f"the LeRobot 0.4.4 side venv {REF_VENV} is not built: run `bash scripts/make-lerobot-ref-venv.sh "
-            f"{REF_VENV}` (scripts/test.sh does this itself) or point LEROBOT_REF_VENV at one"
+            f"the LeRobot {version} side venv {venv} is not built: run `bash scripts/make-lerobot-ref-venv.sh "
+            f"{flag}{venv}` (scripts/test.sh does this itself) or point {_VENV_ENV[version]} at one"
         )
-    return REF_VENV / "bin" / "python"
+    return venv / "bin" / "python"
+
+
+@pytest.fixture(params=LEROBOT_VERSIONS, ids=[f"lerobot-{v}" for v in LEROBOT_VERSIONS])
+def lerobot_version(request) -> str:
+    """Each supported LeRobot version in turn (a test taking it runs once per version)."""
+    return request.param
 
 
 @pytest.fixture
-def lerobot_python() -> Path:
-    """ref_venv_python() as a fixture."""
-    return ref_venv_python()
+def lerobot_python(lerobot_version) -> Path:
+    """ref_venv_python(lerobot_version) as a fixture: the test runs against every supported version."""
+    return ref_venv_python(lerobot_version)
