@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import format as fmt
+from .check import check_dataset
 from .depth import (
     DEPTH_CRF,
     DEPTH_EXTRA_OPTIONS,
@@ -34,7 +35,6 @@ from .depth import (
     check_lerobot_version,
     is_depth_feature,
 )
-from .check import check_dataset
 from .errors import DatasetError
 from .stats import aggregate_stats, flatten_episode_stats, numeric_stats, stats_from_json, stats_to_json
 from .storage import (
