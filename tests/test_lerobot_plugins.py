@@ -229,6 +229,21 @@ print(json.dumps({"version": lerobot.__version__,
     assert "ros" in out["teleops"] and "ros" in out["cameras"]
 
 
+def test_every_command_the_doc_names_exists():
+    """Each `lerobot-*` command named in docs/lerobot_plugins.md is one of this workspace's (PATH after
+    `source env.sh`) or one of a LeRobot venv's (its bin/). The doc once named lerobot-calibrate-arm."""
+    import shutil
+
+    named = set(re.findall(r"(?<![\w/.-])lerobot-[a-z][a-z-]*[a-z]", DOC.read_text()))
+    assert {"lerobot-record", "lerobot-rollout", "lerobot-ros-calibrate"} <= named, named
+    missing = [
+        c
+        for c in sorted(named)
+        if not shutil.which(c) and not any((v / "bin" / c).exists() for v in VENVS.values())
+    ]
+    assert not missing, f"{DOC.name} names commands that do not exist: {missing}"
+
+
 class Graph:
     """Processes of the sim graph, each its own session; stopped with SIGINT, then killed."""
 
