@@ -1,88 +1,247 @@
-"""The LeRobot plugins (lerobot_plugins/) inside LeRobot 0.4.4, against the real simulated SO-101 over DDS.
+"""The LeRobot plugins (lerobot_plugins/) inside LeRobot 0.4.4 and 0.6.1, against the real simulated SO-101
+over DDS.
 
-LeRobot runs in its own venv (scripts/make-lerobot-ref-venv.sh, default ~/.cache/lerobot_ros/lerobot-0.4.4, or
-$LEROBOT_REF_VENV) with the ROS 2 wheels and the plugins installed; the sim graph runs from this
-workspace (lerobot-launch). Both sides share this test module's ROS_DOMAIN_ID on loopback. Without that
-venv these tests fail with the reason: CI builds it.
+LeRobot runs in its own venv, one per version (scripts/make-lerobot-ref-venv.sh): 0.4.4 on Python 3.11 with
+Kilted's ROS 2 wheels (default ~/.cache/lerobot_ros/lerobot-0.4.4, or $LEROBOT_REF_VENV), 0.6.1 on Python 3.12 with
+Jazzy's (default ~/.cache/lerobot_ros/lerobot-0.6.1, or $LEROBOT_REF_VENV_06), each with the plugins
+and lerobot_core installed. The sim graph runs from this workspace (Kilted); both sides share this test
+module's ROS_DOMAIN_ID on loopback. A missing venv fails with the reason (CI builds both).
+
+The LeRobot commands of docs/lerobot_plugins.md are read from the page (its `<!-- cmd: NAME -->` blocks)
+and run verbatim, in a temporary folder (their relative paths land there).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import signal
 import subprocess
 import textwrap
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from lerobot_core.ros.testing import wait_until
-from lerobot_core.ros.testing.pytest_plugin import REF_VENV, ref_venv_python
+from lerobot_core.ros.testing.pytest_plugin import REF_VENV, ref_venv, ref_venv_python
 
 REPO = Path(__file__).resolve().parents[1]
-SIDE_PY = REF_VENV / "bin" / "python"
+REF_VENV_06 = ref_venv("0.6.1")
+VENVS = {"0.4.4": REF_VENV, "0.6.1": REF_VENV_06}
 PLUGINS = ("lerobot_robot_ros", "lerobot_teleoperator_ros", "lerobot_camera_ros")
+SOURCES = {  # distribution -> its source folder in this checkout
+    **{p: REPO / "lerobot_plugins" / p for p in PLUGINS},
+    "lerobot_core": REPO / "src" / "lerobot_core",
+}
 JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
 SIM_PRESET = REPO / "lerobot_plugins/lerobot_robot_ros/lerobot_robot_ros/presets/so101_sim.yaml"
+DOC = REPO / "docs" / "lerobot_plugins.md"
 
 
-def side_env() -> dict:
-    """This process's environment (domain, loopback discovery, RMW) with the checkout's code on the path.
-
-    The checkout's plugin and core sources come first, so the side venv runs the code under test even
-    when its editable installs point at another checkout; the venv keeps the distribution metadata
-    LeRobot discovers plugins by.
-    """
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
-    paths = [REPO / "lerobot_plugins" / p for p in PLUGINS]
-    paths.append(REPO / "src" / "lerobot_core")  # contract, safety limits, robot registry, background node
-    env["PYTHONPATH"] = os.pathsep.join(str(p) for p in paths)
-    env["PATH"] = f"{REF_VENV / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-    env["HF_HUB_OFFLINE"] = "1"
-    env["HF_LEROBOT_CALIBRATION"] = env.get("HF_LEROBOT_CALIBRATION", "/tmp/lerobot_ros_plugin_calibration")
-    env.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
-    return env
+def doc_command(name: str) -> list[str]:
+    """The command of the `<!-- cmd: NAME -->` block of docs/lerobot_plugins.md, as a shell splits it."""
+    match = re.search(rf"<!-- cmd: {re.escape(name)} -->\s*```bash\n(.*?)```", DOC.read_text(), re.S)
+    assert match, f"{DOC} has no block <!-- cmd: {name} -->"
+    lines = [ln for ln in match.group(1).replace("\\\n", " ").splitlines() if shlex.split(ln, comments=True)]
+    assert len(lines) == 1, f"block {name} of {DOC} holds {len(lines)} commands, not one"
+    return shlex.split(lines[0], comments=True)
 
 
-def run_side(code: str, timeout: float = 240.0, args: list[str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(SIDE_PY), "-c", textwrap.dedent(code), *(args or [])],
-        env=side_env(),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
+# what this (Kilted) process's environment must not pass on to a LeRobot venv: its Python path, and the ROS
+# wheels' bootstrap (ros_wheels_bootstrapper re-executes Python once with LD_LIBRARY_PATH set to its own
+# venv's ROS libraries, guarded by _ROS_WHEELS_BOOTSTRAP_COMPLETE: inherited, the guard stops a Jazzy venv's
+# bootstrap and its rclpy fails with "libfastrtps.so.2.14: cannot open shared object file")
+NOT_INHERITED = (
+    "PYTHONPATH",
+    "VIRTUAL_ENV",
+    "PYTHONHOME",
+    "LD_LIBRARY_PATH",
+    "_ROS_WHEELS_BOOTSTRAP_COMPLETE",
+)
+
+
+def clean_env() -> dict:
+    return {k: v for k, v in os.environ.items() if k not in NOT_INHERITED}
+
+
+def _installed_from(python: Path) -> dict:
+    """{distribution: the folder its editable install points at, or None} in a venv; and rclpy's state."""
+    code = """
+import importlib.metadata as md, json, sys
+out = {}
+for name in sys.argv[1:]:
+    try:
+        url = json.loads(md.distribution(name).read_text("direct_url.json") or "{}").get("url", "")
+        out[name] = url.removeprefix("file://") or "(not editable)"
+    except md.PackageNotFoundError:
+        out[name] = None
+try:
+    import rclpy  # noqa: F401
+except ImportError as exc:
+    out["rclpy"] = str(exc)
+print(json.dumps(out))
+"""
+    env = clean_env()
+    res = subprocess.run(
+        [str(python), "-c", code, *SOURCES], env=env, capture_output=True, text=True, timeout=120
     )
+    assert res.returncode == 0, res.stderr[-3000:]
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+@dataclass
+class Side:
+    """One LeRobot venv: its version, and how to run its Python and its commands."""
+
+    version: str
+    venv: Path
+    # this checkout's sources, put first on the path when the venv's editable installs point elsewhere
+    # (a venv shared by several checkouts); empty when the venv runs this checkout's code as installed
+    override: list[Path]
+
+    @property
+    def python(self) -> Path:
+        return self.venv / "bin" / "python"
+
+    @property
+    def minor(self) -> str:
+        return ".".join(self.version.split(".")[:2])  # "0.4" / "0.6": the doc's block names
+
+    def env(self) -> dict:
+        """This process's environment (domain, loopback discovery, RMW), the venv's bin first on PATH."""
+        env = clean_env()
+        if self.override:
+            env["PYTHONPATH"] = os.pathsep.join(str(p) for p in self.override)
+        env["PATH"] = f"{self.venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+        env["VIRTUAL_ENV"] = str(self.venv)
+        env["HF_HUB_OFFLINE"] = "1"
+        env["HF_LEROBOT_CALIBRATION"] = env.get(
+            "HF_LEROBOT_CALIBRATION", "/tmp/lerobot_ros_plugin_calibration"
+        )
+        env.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
+        return env
+
+    def run(
+        self, code: str, timeout: float = 240.0, args: list[str] | None = None
+    ) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [str(self.python), "-c", textwrap.dedent(code), *(args or [])],
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    def command(self, argv: list[str], cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
+        """A command line as a user types it in the activated venv (``lerobot-record ...``, ``python -m ...``)."""
+        return subprocess.run(argv, env=self.env(), cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+    def popen(self, argv: list[str], cwd: Path, log: Path, **kwargs) -> subprocess.Popen:
+        return subprocess.Popen(
+            argv,
+            env=self.env(),
+            cwd=cwd,
+            stdout=kwargs.pop("stdout", open(log, "w")),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            **kwargs,
+        )
+
+
+def make_side(version: str) -> Side:
+    venv = VENVS[version]
+    if version == "0.4.4":
+        ref_venv_python()  # fails naming the fix when the 0.4.4 venv is missing
+    elif not (venv / ".ready").exists():
+        pytest.fail(
+            f"the LeRobot 0.6.1 side venv {venv} is not built: run `bash scripts/make-lerobot-ref-venv.sh "
+            f"--version 0.6.1` (scripts/test.sh does this itself) or point LEROBOT_REF_VENV_06 at one"
+        )
+    state = _installed_from(venv / "bin" / "python")
+    missing = [p for p in PLUGINS if state[p] is None]
+    if missing or "rclpy" in state:
+        pytest.fail(
+            f"LeRobot {version} side venv {venv} lacks {missing or 'rclpy: ' + state.get('rclpy', '')}: "
+            "run scripts/make-lerobot-ref-venv.sh (it installs the ROS 2 wheels and the plugins)"
+        )
+    override = [src for name, src in SOURCES.items() if state[name] != str(src)]
+    return Side(version, venv, override)
+
+
+@pytest.fixture(scope="module", params=sorted(VENVS))
+def side(request) -> Side:
+    """Each LeRobot version's venv in turn (the test runs once per version)."""
+    return make_side(request.param)
 
 
 @pytest.fixture(scope="module")
-def side_venv():
-    """The LeRobot venv with rclpy and the plugins' distributions; a missing one fails, naming the fix."""
-    ref_venv_python()
-    res = run_side(
-        """
-        import importlib.metadata as md, json, sys
-        names = {d.metadata["Name"] for d in md.distributions()}
-        out = {"missing": [p for p in sys.argv[1:] if p not in names]}
-        try:
-            import rclpy  # noqa: F401
-        except ImportError as exc:
-            out["rclpy"] = str(exc)
-        print(json.dumps(out))
-        """,
-        timeout=120,
-        args=list(PLUGINS),
+def side06() -> Side:
+    """LeRobot 0.6.1's venv, for its commands 0.4.4 does not have (lerobot-rollout)."""
+    return make_side("0.6.1")
+
+
+def last_json(res: subprocess.CompletedProcess) -> dict:
+    assert res.returncode == 0, f"side venv run failed:\n{res.stdout[-2000:]}\n{res.stderr[-6000:]}"
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("version", sorted(VENVS))
+def test_plugins_import_without_pythonpath(version):
+    """A user's LeRobot venv (made by scripts/make-lerobot-ref-venv.sh): the plugins register and
+    lerobot_core imports from what is installed, without env.sh's PYTHONPATH."""
+    make_side(version)
+    installed = _installed_from(VENVS[version] / "bin" / "python")
+    assert installed["lerobot_core"], (
+        f"lerobot_core is not installed in {VENVS[version]}: the plugins import it; "
+        "scripts/make-lerobot-ref-venv.sh installs it"
     )
-    assert res.returncode == 0, res.stderr[-3000:]
-    state = json.loads(res.stdout.strip().splitlines()[-1])
-    if state["missing"] or "rclpy" in state:
-        pytest.fail(
-            f"LeRobot side venv {REF_VENV} lacks {state['missing'] or 'rclpy: ' + state.get('rclpy', '')}: "
-            "run scripts/make-lerobot-ref-venv.sh (it installs the ROS 2 wheels and the plugins)"
-        )
-    return REF_VENV
+    env = clean_env()
+    code = """
+import json, lerobot
+from lerobot.robots.config import RobotConfig
+from lerobot.teleoperators.config import TeleoperatorConfig
+from lerobot.cameras.configs import CameraConfig
+from lerobot.utils.import_utils import register_third_party_plugins
+
+register_third_party_plugins()  # LeRobot's own discovery, as its commands run it
+import lerobot_core.contract
+print(json.dumps({"version": lerobot.__version__,
+                  "robots": sorted(RobotConfig.get_known_choices()),
+                  "teleops": sorted(TeleoperatorConfig.get_known_choices()),
+                  "cameras": sorted(CameraConfig.get_known_choices())}))
+"""
+    res = subprocess.run(
+        [str(VENVS[version] / "bin" / "python"), "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd="/",  # not this checkout: nothing is imported from the working directory
+    )
+    out = last_json(res)
+    assert out["version"] == version
+    assert {"ros", "ros_so101", "ros_so101_sim", "ros_arm"} <= set(out["robots"])
+    assert "ros" in out["teleops"] and "ros" in out["cameras"]
+
+
+def test_every_command_the_doc_names_exists():
+    """Each `lerobot-*` command named in docs/lerobot_plugins.md is one of this workspace's (PATH after
+    `source env.sh`) or one of a LeRobot venv's (its bin/). The doc once named lerobot-calibrate-arm."""
+    import shutil
+
+    named = set(re.findall(r"(?<![\w/.-])lerobot-[a-z][a-z-]*[a-z]", DOC.read_text()))
+    assert {"lerobot-record", "lerobot-rollout", "lerobot-ros-calibrate"} <= named, named
+    missing = [
+        c
+        for c in sorted(named)
+        if not shutil.which(c) and not any((v / "bin" / c).exists() for v in VENVS.values())
+    ]
+    assert not missing, f"{DOC.name} names commands that do not exist: {missing}"
 
 
 class Graph:
@@ -92,10 +251,13 @@ class Graph:
         self.log_dir = log_dir
         self.procs: list[tuple[str, subprocess.Popen]] = []
 
-    def start(self, name: str, cmd: list[str]) -> None:
+    def start(self, name: str, cmd: list[str], cwd: Path | None = None) -> None:
         log = open(self.log_dir / f"{name}.log", "w")
         self.procs.append(
-            (name, subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True))
+            (
+                name,
+                subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=cwd),
+            )
         )
 
     def log(self, name: str) -> str:
@@ -123,9 +285,9 @@ def executable(package: str, name: str) -> str:
 
 @pytest.fixture
 def sim(tmp_path):
-    """The realtime SO-101 sim (new episode whenever one ends), no expert."""
+    """The realtime SO-101 sim (new episode whenever one ends), no expert: the doc's command."""
     graph = Graph(tmp_path)
-    graph.start("sim", ["lerobot-launch", "sim_so101_robot", "auto_reset:=true", "mode:=realtime"])
+    graph.start("sim", doc_command("sim"))
     yield graph
     graph.stop()
 
@@ -222,13 +384,8 @@ print(json.dumps(out))
 """
 
 
-def last_json(res: subprocess.CompletedProcess) -> dict:
-    assert res.returncode == 0, f"side venv run failed:\n{res.stdout[-2000:]}\n{res.stderr[-6000:]}"
-    return json.loads(res.stdout.strip().splitlines()[-1])
-
-
-def test_robot_plugin_on_the_sim(side_venv, sim, tmp_path):
-    out = last_json(run_side(ROBOT_CHECKS, args=[str(SIM_PRESET), str(tmp_path)], timeout=400))
+def test_robot_plugin_on_the_sim(side, sim, tmp_path):
+    out = last_json(side.run(ROBOT_CHECKS, args=[str(SIM_PRESET), str(tmp_path)], timeout=400))
     assert out["features"] == {
         **{f"{j}.pos": "float" for j in JOINTS},
         "front": [240, 320, 3],
@@ -253,8 +410,47 @@ def test_robot_plugin_on_the_sim(side_venv, sim, tmp_path):
     assert "--robot.contract" in out["type_error"] and "sensor_msgs/msg/Imu" in out["type_error"]
 
 
-def test_without_rclpy_the_error_says_how_to_get_it(side_venv):
-    res = run_side(
+CAMERA_PROBE = """
+import json, time
+from lerobot_core.ros.device import BackgroundNode
+
+node = BackgroundNode("camera_probe")  # the plugins' node, as the robot and camera plugins make it
+node.subscribe("/cameras/front/image_raw", "sensor_msgs/msg/Image", "sensor")
+node.wait_for(["/cameras/front/image_raw"], 120)
+time.sleep(1.0)
+start, first = time.monotonic(), node.counts()["/cameras/front/image_raw"]
+time.sleep(10.0)
+end, last = time.monotonic(), node.counts()["/cameras/front/image_raw"]
+node.close()
+print(json.dumps({"start": start, "end": end, "frames": last - first}))
+"""
+
+
+def test_camera_frames_reach_lerobot_as_they_reach_the_graph(side, sim, ros_node):
+    """The sim's 320x240 images, read by the plugins' background node in each LeRobot venv, against a reader
+    of the graph's own ROS (this Kilted process) over the same 10 s. Across Fast DDS majors (Jazzy's 2.14
+    reading Kilted's 3.2) shared memory does not interoperate and each image comes as UDP fragments; with
+    the kernel's default socket buffer the Jazzy reader got 15-50 % of the frames (gaps up to 2.7 s, which
+    the robot calls stale). The plugins' reader profile (lerobot_core.dds_transport) fixes it."""
+    from rclpy.qos import qos_profile_sensor_data
+    from sensor_msgs.msg import Image
+
+    arrivals: list[float] = []
+    ros_node.create_subscription(
+        Image,
+        "/cameras/front/image_raw",
+        lambda m: arrivals.append(time.monotonic()),
+        qos_profile_sensor_data,
+    )
+    out = last_json(side.run(CAMERA_PROBE, timeout=300))
+    here = sum(out["start"] <= t < out["end"] for t in arrivals)  # CLOCK_MONOTONIC: one clock per machine
+    print(f"LeRobot {side.version}: {out['frames']} frames in 10 s; this process: {here}")
+    assert here >= 100, here  # the sim published (30 Hz less its resets and the machine's load)
+    assert out["frames"] >= 0.8 * here, (out["frames"], here)
+
+
+def test_without_rclpy_the_error_says_how_to_get_it(side):
+    res = side.run(
         f"""
         import sys
         sys.modules["rclpy"] = None  # as in a LeRobot venv without ROS 2
@@ -273,17 +469,19 @@ def test_without_rclpy_the_error_says_how_to_get_it(side_venv):
 
 
 def start_expert_as_leader(graph: Graph) -> None:
-    """The scripted expert publishes its joint targets on leader/joint_states (not to the sim): a leader arm."""
-    graph.start(
-        "expert",
-        [
-            executable("lerobot_sim", "scripted_expert"),
-            "--ros-args",
-            "-r",
-            "joint_commands:=leader/joint_states",
-            "-p",
-            "fps:=30.0",
-        ],
+    """The scripted expert publishes its joint targets on leader/joint_states (not to the sim): a leader arm.
+    The doc's command, run from the repository's root as the doc says."""
+    graph.start("expert", doc_command("leader"), cwd=REPO)
+
+
+def wait_for_graph(ros_node, graph: Graph, leader: bool = True) -> None:
+    """Until the sim's joint states (and the leader's) arrive here: the LeRobot command then finds the
+    graph within its default connect timeout (10 s), as a user who started the graph first does."""
+    topics = [Recorder(ros_node, "/joint_states")] + (
+        [Recorder(ros_node, "/leader/joint_states")] if leader else []
+    )
+    assert wait_until(lambda: all(r.values for r in topics), timeout=180, interval=0.2), "\n".join(
+        f"--- {name}:\n{graph.log(name)[-2000:]}" for name, _ in graph.procs
     )
 
 
@@ -318,38 +516,19 @@ class Recorder:
         )
 
 
-def run_lerobot(tool: str, args: list[str], timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(REF_VENV / "bin" / tool), *args], env=side_env(), capture_output=True, text=True, timeout=timeout
-    )
-
-
-def test_lerobot_record_then_replay_on_the_sim(side_venv, sim, tmp_path, ros_node):
+def test_lerobot_record_then_replay_on_the_sim(side, sim, tmp_path, ros_node):
+    """The doc's lerobot-record (its block for this LeRobot version) and lerobot-replay, verbatim, on the
+    doc's graph: two episodes recorded from the sim with the expert as the leader, one replayed."""
     start_expert_as_leader(sim)
-    root = tmp_path / "dataset"
-    res = run_lerobot(
-        "lerobot-record",
-        [
-            "--robot.type=ros_so101_sim",
-            "--robot.connect_timeout_s=120",
-            *TELEOP_ARGS,
-            "--dataset.repo_id=local/ros_plugin_sim",
-            f"--dataset.root={root}",
-            "--dataset.single_task=Pick up the cube and lift it",
-            "--dataset.num_episodes=2",
-            "--dataset.episode_time_s=5",
-            "--dataset.reset_time_s=1",
-            "--dataset.push_to_hub=false",
-            "--dataset.vcodec=h264",
-            "--display_data=false",
-            "--play_sounds=false",
-        ],
-    )
+    wait_for_graph(ros_node, sim)
+    record = doc_command(f"record-{side.minor}")
+    res = side.command(record, cwd=tmp_path)
     assert res.returncode == 0, (
         f"{res.stdout[-2000:]}\n{res.stderr[-6000:]}\nexpert:\n{sim.log('expert')[-1500:]}"
     )
     from lerobot_recorder.dataset.reader import DatasetReader
 
+    root = tmp_path / "outputs/lerobot_sim_so101"  # the doc's --dataset.root, relative to where it ran
     reader = DatasetReader(root)
     assert reader.num_episodes == 2
     assert reader.info["robot_type"] == "so101_follower"
@@ -357,12 +536,13 @@ def test_lerobot_record_then_replay_on_the_sim(side_venv, sim, tmp_path, ros_nod
     assert features["observation.state"]["names"] == [f"{j}.pos" for j in JOINTS]
     assert features["action"]["names"] == [f"{j}.pos" for j in JOINTS]
     assert set(reader.camera_keys) == {"observation.images.front", "observation.images.wrist"}
+    assert features["observation.images.front"]["info"]["video.codec"] == "h264"  # the doc's codec flag
     moved = 0.0
     for ep in range(2):
         frames = reader.episode(ep)
         n = len(frames["action"])
-        # 5 s at 30 fps; LeRobot's loop makes fewer frames when a tick overruns (2 loaded cores)
-        assert 60 <= n <= 150, n
+        # 8 s at 30 fps; LeRobot's loop makes fewer frames when a tick overruns (2 loaded cores)
+        assert 100 <= n <= 240, n
         action, state = np.asarray(frames["action"]), np.asarray(frames["observation.state"])
         assert np.all(np.isfinite(action))
         # the simulated follower moved with the relayed commands (it does not reach every target: the
@@ -370,23 +550,11 @@ def test_lerobot_record_then_replay_on_the_sim(side_venv, sim, tmp_path, ros_nod
         moved = max(moved, min(np.ptp(action, axis=0).max(), np.ptp(state, axis=0).max()))
         video = reader.video_frames("observation.images.front", ep)
         assert video.shape[0] == n and video.shape[1:] == (240, 320, 3)
-    assert (
-        moved > 0.05
-    )  # the expert moved the arm (it holds still at the end of its plan, so not in every episode)
+    assert moved > 0.05  # the expert moved the arm (it holds still at the end of its plan)
 
     # lerobot-replay sends episode 0's actions to the sim through the plugin, one per tick
     sent = Recorder(ros_node, "/joint_commands")
-    res = run_lerobot(
-        "lerobot-replay",
-        [
-            "--robot.type=ros_so101_sim",
-            "--robot.connect_timeout_s=120",
-            "--dataset.repo_id=local/ros_plugin_sim",
-            f"--dataset.root={root}",
-            "--dataset.episode=0",
-            "--play_sounds=false",
-        ],
-    )
+    res = side.command(doc_command("replay"), cwd=tmp_path)
     assert res.returncode == 0, f"{res.stdout[-2000:]}\n{res.stderr[-6000:]}"
     actions = np.asarray(reader.episode(0)["action"], dtype=np.float64)
     deadline = time.monotonic() + 10
@@ -406,26 +574,46 @@ def test_lerobot_record_then_replay_on_the_sim(side_venv, sim, tmp_path, ros_nod
     assert np.abs(np.diff(replayed, axis=0)).max() <= 4.7 / 30 + 1e-6
 
 
-def test_lerobot_teleoperate_leader_to_simulated_follower(side_venv, sim, ros_node):
+def test_lerobot_teleoperate_leader_to_simulated_follower(side, sim, tmp_path, ros_node):
+    """The doc's lerobot-teleoperate, verbatim, runs until Ctrl-C: across the sim's episode resets (the
+    leader pauses with the sim for its 1 s hold; --teleop.max_age_s=3 in the doc keeps that from being
+    a StaleLeaderError), then stops cleanly on SIGINT."""
+    from lerobot_msgs.msg import EpisodeInfo
+
     start_expert_as_leader(sim)
+    wait_for_graph(ros_node, sim)
+    episodes: list[int] = []
+    ros_node.create_subscription(
+        EpisodeInfo, "/sim/episode_info", lambda m: episodes.append(m.episode_index), 100
+    )
     leader = Recorder(ros_node, "/leader/joint_states")
     follower = Recorder(ros_node, "/joint_commands")
-    res = run_lerobot(
-        "lerobot-teleoperate",
-        [
-            "--robot.type=ros_so101_sim",
-            "--robot.connect_timeout_s=120",
-            *TELEOP_ARGS,
-            "--fps=30",
-            "--teleop_time_s=4",
-        ],
-    )
-    assert res.returncode == 0, (
-        f"{res.stdout[-2000:]}\n{res.stderr[-6000:]}\nexpert:\n{sim.log('expert')[-1500:]}"
-    )
-    # the loop ran and relayed (how many of the ~120 ticks of 4 s at 30 Hz get through depends on the
-    # machine's load; what is checked below is what each command is)
-    assert len(follower.values) >= 20, len(follower.values)
+    proc = side.popen(doc_command("teleoperate"), cwd=tmp_path, log=tmp_path / "teleoperate.log")
+
+    def output() -> str:
+        return (tmp_path / "teleoperate.log").read_text(errors="replace")
+
+    try:
+        # two sim resets while it runs (the expert lifts the cube, the sim holds 1 s and starts anew)
+        assert wait_until(lambda: len(follower.values) >= 1 or proc.poll() is not None, timeout=120)
+        first = max(episodes, default=-1)
+        ok = wait_until(
+            lambda: max(episodes, default=-1) >= first + 2 or proc.poll() is not None, timeout=120
+        )
+        assert ok and proc.poll() is None, f"episodes {sorted(set(episodes))}\n{output()[-4000:]}"
+        assert (
+            wait_until(lambda: proc.poll() is not None, timeout=3.0) is False
+        )  # still running after the reset
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert "StaleLeaderError" not in output(), output()[-4000:]
+    assert len(follower.values) >= 60, len(follower.values)
     leader_values, sent = np.asarray(leader.values), np.asarray(follower.values)
     # most follower commands are the leader's targets as they are (relayed; float32 like a dataset's action)...
     copies = [np.abs(leader_values - cmd).max(axis=1).min() < 1e-5 for cmd in sent]
@@ -435,7 +623,7 @@ def test_lerobot_teleoperate_leader_to_simulated_follower(side_venv, sim, ros_no
     assert np.abs(np.diff(sent, axis=0)).max() <= 4.7 / 30 + 1e-6
 
 
-def test_lerobot_teleoperate_between_emulated_arms(side_venv, tmp_path, ros_node):
+def test_lerobot_teleoperate_between_emulated_arms(side, tmp_path, ros_node):
     """The real-robot preset (ros_so101) on lerobot_drivers' bus nodes over emulated servos: LeRobot's
     teleoperate loop reads the leader bus node's joint_states and commands the follower bus node."""
     import yaml
@@ -462,9 +650,9 @@ def test_lerobot_teleoperate_between_emulated_arms(side_venv, tmp_path, ros_node
         ros_node.create_subscription(
             JointState, "/joint_commands", lambda m: commands.append(list(m.position)), 100
         )
-        res = run_lerobot(
-            "lerobot-teleoperate",
+        res = side.command(
             [
+                "lerobot-teleoperate",
                 "--robot.type=ros_so101",
                 "--robot.connect_timeout_s=120",
                 "--robot.max_age_s=1.0",  # the contract's 0.2 s is for a dedicated machine, not 2 loaded cores
@@ -474,6 +662,7 @@ def test_lerobot_teleoperate_between_emulated_arms(side_venv, tmp_path, ros_node
                 "--fps=30",
                 "--teleop_time_s=4",
             ],
+            cwd=tmp_path,
         )
         assert res.returncode == 0, (
             f"{res.stdout[-2000:]}\n{res.stderr[-6000:]}\narms:\n{graph.log('arms')[-3000:]}"
@@ -509,7 +698,7 @@ tel.disconnect()
 """
 
 
-def test_active_leader_hooks_on_an_emulated_leader(side_venv, tmp_path):
+def test_active_leader_hooks_on_an_emulated_leader(side, tmp_path):
     """HIL hooks: enable_torque / write_goal_positions / disable_torque through a commandable leader bus node."""
     import yaml
 
@@ -525,7 +714,7 @@ def test_active_leader_hooks_on_an_emulated_leader(side_venv, tmp_path):
         "leader", ["lerobot-launch", str(path), f"leader_port:={tmp_path}/leader", "hand_motion_ticks:=0.0"]
     )
     try:
-        out = last_json(run_side(HIL_HOOKS, args=[str(SIM_PRESET.parent / "so101.yaml")], timeout=300))
+        out = last_json(side.run(HIL_HOOKS, args=[str(SIM_PRESET.parent / "so101.yaml")], timeout=300))
     finally:
         graph.stop()
     assert out["reached"]["elbow_flex.pos"] == pytest.approx(out["goal"]["elbow_flex.pos"], abs=0.02)
@@ -557,62 +746,43 @@ policy_server.serve()
 """
 
 
-def free_loopback_port() -> int:
-    import socket
+def async_inference_files(cwd: Path) -> None:
+    """What the doc's async-inference and rollout commands name, made in ``cwd``: the sim preset with the
+    front camera only (the ACT fixture sees one camera), and a LeRobot ACT checkpoint where lerobot-train
+    writes it (the policy node's act_small fixture: safetensors + JSON)."""
+    import shutil
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def test_async_inference_client_on_the_sim(side_venv, sim, tmp_path, ros_node):
-    """LeRobot's async inference: robot_client with --robot.type=ros on the sim, LeRobot's policy server
-    (a small ACT checkpoint, safetensors + JSON) on 127.0.0.1. The sim's commands are the server's actions."""
     import yaml
 
-    # the sim preset with the front camera only: the ACT fixture sees one camera (the server resizes it)
     contract = yaml.safe_load(SIM_PRESET.read_text())
     del contract["features"]["observation.images.wrist"]
-    path = tmp_path / "front_only.yaml"
-    path.write_text(yaml.safe_dump(contract))
-    tap, port = tmp_path / "chunks.jsonl", free_loopback_port()
+    (cwd / "my_sim_front_only.yaml").write_text(yaml.safe_dump(contract))
+    shutil.copytree(ACT_CHECKPOINT, cwd / "outputs/train/act/checkpoints/last/pretrained_model")
+
+
+def test_async_inference_client_on_the_sim(side, sim, tmp_path, ros_node):
+    """LeRobot's async inference, the doc's two commands verbatim: robot_client with --robot.type=ros on the
+    sim, LeRobot's policy server (a small ACT checkpoint) on 127.0.0.1:8080. The server runs with a tap on
+    its chunks (the doc's flags, through POLICY_SERVER_WITH_TAP). The sim's commands are the server's actions."""
+    import socket
+
+    async_inference_files(tmp_path)
+    tap = tmp_path / "chunks.jsonl"
+    server_argv = doc_command("policy-server")
+    assert server_argv[:3] == ["python", "-m", "lerobot.async_inference.policy_server"], server_argv
+    with socket.socket() as s:  # the doc's fixed port: a clear failure when something else holds it
+        try:
+            s.bind(("127.0.0.1", 8080))
+        except OSError as exc:
+            pytest.fail(f"127.0.0.1:8080, the doc's policy-server port, is taken: {exc}")
+    wait_for_graph(ros_node, sim, leader=False)
     commands = Recorder(ros_node, "/joint_commands")
-
-    def side(name: str, args: list[str]) -> subprocess.Popen:
-        log = open(tmp_path / f"{name}.log", "w")
-        return subprocess.Popen(
-            [str(SIDE_PY), *args],
-            env=side_env(),
-            cwd=tmp_path,  # both write logs/ where they run
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-    server = side(
-        "server",
-        ["-c", POLICY_SERVER_WITH_TAP, str(tap), "--host=127.0.0.1", f"--port={port}", "--fps=30"],
+    server = side.popen(
+        ["python", "-c", POLICY_SERVER_WITH_TAP, str(tap), *server_argv[3:]],
+        cwd=tmp_path,
+        log=tmp_path / "server.log",
     )
-    client = side(
-        "client",
-        [
-            "-m",
-            "lerobot.async_inference.robot_client",
-            "--robot.type=ros",
-            f"--robot.contract={path}",  # no limits: what the robot sends is what the policy said
-            "--robot.connect_timeout_s=120",
-            "--robot.max_age_s=2.0",
-            f"--server_address=127.0.0.1:{port}",
-            "--policy_type=act",
-            f"--pretrained_name_or_path={ACT_CHECKPOINT}",
-            "--policy_device=cpu",
-            "--actions_per_chunk=10",
-            "--chunk_size_threshold=0.5",
-            "--aggregate_fn_name=latest_only",  # a queued action is replaced, not blended
-            "--fps=30",
-            "--task=Pick up the cube and lift it",
-        ],
-    )
+    client = side.popen(doc_command("robot-client"), cwd=tmp_path, log=tmp_path / "client.log")
 
     def logs() -> str:
         return "".join(
@@ -653,6 +823,85 @@ def test_async_inference_client_on_the_sim(side_venv, sim, tmp_path, ros_node):
     assert len(used) >= 2, used
 
 
+def test_lerobot_rollout_dagger_records_a_hil_dataset_on_the_sim(side06, sim, tmp_path, ros_node):
+    """LeRobot 0.6's lerobot-rollout --strategy.type=dagger, the doc's command verbatim: the ACT policy drives
+    the sim through the robot plugin, and the scripted expert, through the teleoperator plugin, is the
+    human. The keys come through the terminal it runs in (a pseudo-terminal here): Space pauses, Tab starts
+    a correction, Tab ends it, Space resumes. Every frame is recorded (record_autonomous) with LeRobot's
+    `intervention` feature: the correction's frames are true and their actions are the leader's messages,
+    the others are the policy's (not the leader's)."""
+    import pty
+
+    from lerobot_recorder.dataset.reader import DatasetReader
+
+    async_inference_files(tmp_path)
+    start_expert_as_leader(sim)
+    wait_for_graph(ros_node, sim)
+    leader = Recorder(ros_node, "/leader/joint_states")
+    commands = Recorder(ros_node, "/joint_commands")
+    log = tmp_path / "rollout.log"
+    master, slave = pty.openpty()
+    proc = side06.popen(doc_command("rollout-dagger"), cwd=tmp_path, log=log, stdin=slave)
+    os.close(slave)
+
+    def output() -> str:
+        return log.read_text(errors="replace")
+
+    def key(k: bytes, then: str) -> None:
+        os.write(master, k)
+        assert wait_until(lambda: then in output() or proc.poll() is not None, timeout=60), output()[-4000:]
+        assert proc.poll() is None, output()[-4000:]
+
+    try:
+        assert wait_until(
+            lambda: "DAgger continuous recording started" in output() or proc.poll() is not None, timeout=300
+        ), output()[-4000:]
+        assert proc.poll() is None, output()[-4000:]
+        n = len(commands.values)
+        assert wait_until(lambda: len(commands.values) >= n + 10, timeout=120), output()[
+            -3000:
+        ]  # the policy drives
+        key(b" ", "autonomous -> paused")
+        key(b"\t", "paused -> correcting")
+        # the human drives: after the handover (the follower slid to the leader's pose), 3 s of leader commands
+        key(b"", "Entering correction mode")
+        n, t0 = len(commands.values), time.monotonic()
+        assert wait_until(
+            lambda: len(commands.values) >= n + 60 and time.monotonic() - t0 > 3.0, timeout=60
+        ), output()[-3000:]
+        key(b"\t", "correcting -> paused")
+        key(b" ", "paused -> autonomous")
+        assert proc.wait(timeout=180) == 0, output()[-6000:]  # --duration ends it
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGINT)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        os.close(master)
+    reader = DatasetReader(tmp_path / "outputs/rollout_sim_dagger")  # the doc's root, no stamp
+    info = reader.info
+    assert info["features"]["intervention"]["dtype"] == "bool", info["features"]["intervention"]
+    assert set(reader.camera_keys) == {"observation.images.front"}
+    frames = {k: [] for k in ("action", "observation.state", "intervention")}
+    for ep in range(reader.num_episodes):
+        episode = reader.episode(ep)
+        for k in frames:
+            frames[k].extend(np.asarray(episode[k]).reshape(len(episode[k]), -1))
+    action = np.asarray(frames["action"], dtype=np.float64)
+    intervention = np.asarray(frames["intervention"]).reshape(-1).astype(bool)
+    print("rollout frames", len(action), "intervention frames", int(intervention.sum()))
+    assert intervention.sum() >= 30 and (~intervention).sum() >= 10, intervention.sum()
+    # the correction's actions are the leader's messages (float32 of the float64 message)...
+    leader_values = np.asarray(leader.values)
+    nearest = np.abs(action[:, None, :] - leader_values[None, :, :]).max(axis=2).min(axis=1)
+    assert np.median(nearest[intervention]) < 1e-5, nearest[intervention]
+    # ...the policy's are not
+    assert np.median(nearest[~intervention]) > 1e-3, nearest[~intervention]
+
+
 # one step per line on stdin: the test checks the emulated servos' torque between the steps
 TORQUE_SERVICE_STEPS = """
 import json, sys, time
@@ -690,7 +939,7 @@ report(step="done", after=after)
 """
 
 
-def test_teleoperator_torque_through_the_read_only_leader_bus(side_venv, tmp_path):
+def test_teleoperator_torque_through_the_read_only_leader_bus(side, tmp_path):
     """enable_torque / disable_torque call the torque_enable service of a read-only leader bus node
     (lerobot_drivers motor_bus, as in the teleop and HIL profiles); the servos' torque registers follow."""
     from lerobot_core.ros.testing import RosProcess
@@ -708,8 +957,8 @@ def test_teleoperator_torque_through_the_read_only_leader_bus(side_venv, tmp_pat
         ) as bus,
     ):
         side = subprocess.Popen(
-            [str(SIDE_PY), "-c", TORQUE_SERVICE_STEPS, str(SIM_PRESET.parent / "so101.yaml")],
-            env=side_env(),
+            [str(side.python), "-c", TORQUE_SERVICE_STEPS, str(SIM_PRESET.parent / "so101.yaml")],
+            env=side.env(),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=open(tmp_path / "side.log", "w"),
@@ -758,7 +1007,14 @@ def test_teleoperator_torque_through_the_read_only_leader_bus(side_venv, tmp_pat
     assert "torque off: free to move" in bus.output()
 
 
-def test_lerobot_record_equals_the_recorder_node_frame_for_frame(side_venv, tmp_path, ros_node):
+# lerobot-record's H.264 flags: 0.6 moved the codec under --dataset.rgb_encoder and stamps the repo id
+CODEC_FLAGS = {
+    "0.4": ["--dataset.vcodec=h264"],
+    "0.6": ["--dataset.rgb_encoder.vcodec=h264", "--dataset.no_stamp=true"],
+}
+
+
+def test_lerobot_record_equals_the_recorder_node_frame_for_frame(side, tmp_path, ros_node):
     """One lockstep run recorded twice: by lerobot-record through the plugins and by our recorder node,
     from the same topics with the same contract (the plugin's sim preset).
 
@@ -831,9 +1087,9 @@ def test_lerobot_record_equals_the_recorder_node_frame_for_frame(side_venv, tmp_
         assert wait_until(recording, timeout=120, interval=0.2), (
             f"sim:\n{sim.output()[-2000:]}\nrecorder:\n{recorder.output()[-2000:]}"
         )
-        res = run_lerobot(
-            "lerobot-record",
+        res = side.command(
             [
+                "lerobot-record",
                 "--robot.type=ros",
                 f"--robot.contract={SIM_PRESET}",  # no limits: what is sent is the teleop's action
                 "--robot.lockstep=true",
@@ -847,10 +1103,11 @@ def test_lerobot_record_equals_the_recorder_node_frame_for_frame(side_venv, tmp_
                 "--dataset.episode_time_s=4",
                 "--dataset.reset_time_s=0",
                 "--dataset.push_to_hub=false",
-                "--dataset.vcodec=h264",
+                *CODEC_FLAGS[side.minor],
                 "--display_data=false",
                 "--play_sounds=false",
             ],
+            cwd=tmp_path,
         )
         assert res.returncode == 0, (
             f"{res.stdout[-2000:]}\n{res.stderr[-6000:]}\nsim:\n{sim.output()[-2000:]}\n"
@@ -978,7 +1235,7 @@ print(json.dumps(out))
 """
 
 
-def test_lockstep_timeouts_name_the_flag_the_topics_and_the_tick(side_venv, tmp_path):
+def test_lockstep_timeouts_name_the_flag_the_topics_and_the_tick(side, tmp_path):
     """--robot.lockstep: get_observation fails when no complete newer tick comes in lockstep_timeout_s (a
     repeated tick or one whose topics disagree is not one), naming the flag, each topic's latest stamp and
     the last tick; --teleop.lockstep: get_action fails alike when the leader sends nothing newer."""
@@ -997,7 +1254,7 @@ def test_lockstep_timeouts_name_the_flag_the_topics_and_the_tick(side_venv, tmp_
     }
     path = tmp_path / "lockstep.yaml"
     path.write_text(yaml.safe_dump(contract))
-    out = last_json(run_side(LOCKSTEP_TIMEOUTS, args=[str(path), json.dumps(JOINTS)], timeout=180))
+    out = last_json(side.run(LOCKSTEP_TIMEOUTS, args=[str(path), json.dumps(JOINTS)], timeout=180))
     print(json.dumps(out, indent=1))
     assert out["first"]["ok"] and out["next_tick"]["ok"], out
     for key, latest in (("same_tick", "12.345"), ("half_tick", "12.378")):

@@ -103,7 +103,7 @@ class RosRobot(Robot):
         return True
 
     def calibrate(self) -> None:
-        logger.info("%s: calibration belongs to the driver node (lerobot-calibrate-arm); nothing to do", self)
+        logger.info("%s: calibration belongs to the driver node (lerobot-ros-calibrate); nothing to do", self)
 
     def configure(self) -> None:
         pass

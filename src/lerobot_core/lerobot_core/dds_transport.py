@@ -5,7 +5,14 @@ a 640x480 rgb8 image (900 KB) does not, so it goes out as ~15 UDP fragments on l
 reader loses (socket buffer overflow) and reliable QoS then repairs after a heartbeat period, or
 best-effort QoS drops. The shipped profile (`config/fastdds_large_images.xml` beside this module,
 also installed to `share/lerobot_core/config/`) gives the publishing process a 32 MB shared-memory
-segment and UDP on 127.0.0.1 only. Readers need nothing: they map the writer's segment.
+segment and UDP on 127.0.0.1 only. Readers of the same Fast DDS generation need nothing: they map the
+writer's segment.
+
+Readers of the other generation (a Jazzy rclpy, Fast DDS 2.14, in a LeRobot 0.6 venv, reading the Kilted
+graph's Fast DDS 3 writers) cannot use that shared memory and get every image as UDP fragments; the
+reader profile (`config/fastdds_large_image_readers.xml`) gives them a 4 MB UDP receive buffer on
+127.0.0.1 and keeps the default shared memory for writers of their own generation. The LeRobot plugins'
+background node applies it (:func:`use_large_image_reader_transport`).
 
 It is applied only where the stack already keeps DDS on this host: Fast DDS is the RMW,
 ROS_AUTOMATIC_DISCOVERY_RANGE is LOCALHOST (env.sh), and the user has no profile file of their own.
@@ -27,6 +34,7 @@ import time
 from collections.abc import Mapping, MutableMapping
 
 LARGE_IMAGE_PROFILE = "fastdds_large_images.xml"
+LARGE_IMAGE_READER_PROFILE = "fastdds_large_image_readers.xml"
 # the profile file's variable: Fast DDS 3 (Kilted and later), Fast DDS 2.x (Jazzy, Humble)
 PROFILE_VARIABLES = ("FASTDDS_DEFAULT_PROFILES_FILE", "FASTRTPS_DEFAULT_PROFILES_FILE")
 # shared-memory file prefixes: Fast DDS 3, Fast DDS 2.x
@@ -41,15 +49,17 @@ def user_profile(environ: Mapping[str, str] = os.environ) -> str | None:
     return None
 
 
-def large_image_transport_profile(environ: Mapping[str, str] = os.environ) -> str | None:
-    """Path of the profile this process should load, or None to leave DDS as it is."""
+def large_image_transport_profile(
+    environ: Mapping[str, str] = os.environ, name: str = LARGE_IMAGE_PROFILE
+) -> str | None:
+    """Path of the profile ``name`` this process should load, or None to leave DDS as it is."""
     if user_profile(environ):
         return None
     if environ.get("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp") != "rmw_fastrtps_cpp":
         return None
     if environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE", "").upper() != "LOCALHOST":
         return None
-    path = os.path.join(os.path.dirname(os.path.realpath(__file__)), "config", LARGE_IMAGE_PROFILE)
+    path = os.path.join(os.path.dirname(os.path.realpath(__file__)), "config", name)
     return path if os.path.isfile(path) else None
 
 
@@ -59,6 +69,16 @@ def use_large_image_transport(environ: MutableMapping[str, str] = os.environ) ->
     profile = large_image_transport_profile(environ)
     if profile:
         for name in PROFILE_VARIABLES:  # whichever Fast DDS this rclpy links
+            environ[name] = profile
+    return profile
+
+
+def use_large_image_reader_transport(environ: MutableMapping[str, str] = os.environ) -> str | None:
+    """Select the reader profile for this process (before its first participant, as above), under both
+    generations' variable names. Returns the path applied, or None."""
+    profile = large_image_transport_profile(environ, LARGE_IMAGE_READER_PROFILE)
+    if profile:
+        for name in PROFILE_VARIABLES:
             environ[name] = profile
     return profile
 

@@ -7,8 +7,10 @@ import pytest
 
 from lerobot_core.dds_transport import (
     LARGE_IMAGE_PROFILE,
+    LARGE_IMAGE_READER_PROFILE,
     PROFILE_VARIABLES,
     large_image_transport_profile,
+    use_large_image_reader_transport,
     use_large_image_transport,
 )
 
@@ -136,3 +138,49 @@ def test_dead_segments_are_removed_and_live_ones_kept(tmp_path):
     assert main(["clean", str(tmp_path)]) == 0  # the live one's owner is gone now
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fastdds_fresh", "fastdds_fresh_el", "unrelated"]
     assert main(["wipe"]) == 2
+
+
+READER_CONFIG = CONFIG.parent / LARGE_IMAGE_READER_PROFILE
+
+
+@pytest.mark.parametrize(
+    "environ",
+    [
+        {**LOCAL, "FASTDDS_DEFAULT_PROFILES_FILE": "/somewhere/mine.xml"},
+        {**LOCAL, "FASTRTPS_DEFAULT_PROFILES_FILE": "/somewhere/mine.xml"},  # Fast DDS 2's name for it
+        {**LOCAL, "ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET"},
+        {**LOCAL, "RMW_IMPLEMENTATION": "rmw_cyclonedds_cpp"},
+    ],
+)
+def test_reader_profile_is_left_out(environ):
+    before = dict(environ)
+    assert use_large_image_reader_transport(environ) is None
+    assert environ == before
+
+
+def test_reader_profile_goes_in_both_generations_variables():
+    environ = dict(LOCAL)
+    path = use_large_image_reader_transport(environ)
+    assert Path(path).name == LARGE_IMAGE_READER_PROFILE
+    assert environ["FASTRTPS_DEFAULT_PROFILES_FILE"] == environ["FASTDDS_DEFAULT_PROFILES_FILE"] == path
+
+
+def test_reader_profile_keeps_shared_memory_and_dds_on_this_host_with_a_large_udp_buffer():
+    ns = {"d": "http://www.eprosima.com"}
+    root = ET.parse(READER_CONFIG).getroot()
+    transports = {
+        t.findtext("d:transport_id", namespaces=ns): t for t in root.iterfind(".//d:transport_descriptor", ns)
+    }
+    participant = root.find("d:participant", ns)
+    assert participant.get("is_default_profile") == "true"
+    rtps = participant.find("d:rtps", ns)
+    assert rtps.findtext("d:useBuiltinTransports", namespaces=ns).strip() == "false"
+    kinds = {
+        transports[t.text].findtext("d:type", namespaces=ns): transports[t.text]
+        for t in rtps.iterfind("d:userTransports/d:transport_id", ns)
+    }
+    assert set(kinds) == {"SHM", "UDPv4"}
+    udp = kinds["UDPv4"]
+    assert [a.text for a in udp.iterfind("d:interfaceWhiteList/d:address", ns)] == ["127.0.0.1"]
+    # several 320x240 rgb8 images (230 KB each), not less than one as with the kernel's 208 KB default
+    assert int(udp.findtext("d:receiveBufferSize", namespaces=ns)) >= 4 * 2**20

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from lerobot_core.dds_transport import use_large_image_reader_transport
 from lerobot_core.time import stamp_to_ns
 
 RCLPY_HELP = (
@@ -85,6 +86,9 @@ class BackgroundNode:
     """One rclpy node spinning in a daemon thread; latest message per subscribed topic."""
 
     def __init__(self, name: str, namespace: str = "", domain_id: int | None = None):
+        # before the process's first participant: images from a graph of another Fast DDS major version
+        # (Jazzy LeRobot, Kilted sim) come as UDP fragments, which the default socket buffer loses
+        use_large_image_reader_transport()
         rclpy = import_rclpy()
         from rclpy.executors import SingleThreadedExecutor
 
