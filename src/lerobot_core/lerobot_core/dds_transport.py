@@ -12,7 +12,7 @@ Readers of the other generation (a Jazzy rclpy, Fast DDS 2.14, in a LeRobot 0.6 
 graph's Fast DDS 3 writers) cannot use that shared memory and get every image as UDP fragments; the
 reader profile (`config/fastdds_large_image_readers.xml`) gives them a 4 MB UDP receive buffer on
 127.0.0.1 and keeps the default shared memory for writers of their own generation. The LeRobot plugins'
-background node applies it (:func:`use_large_image_reader_transport`).
+background node applies it while it makes its participant (:func:`large_image_reader_transport`).
 
 It is applied only where the stack already keeps DDS on this host: Fast DDS is the RMW,
 ROS_AUTOMATIC_DISCOVERY_RANGE is LOCALHOST (env.sh), and the user has no profile file of their own.
@@ -27,6 +27,7 @@ The profile is set under both names, and a user's own file under either name win
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import sys
@@ -81,6 +82,26 @@ def use_large_image_reader_transport(environ: MutableMapping[str, str] = os.envi
         for name in PROFILE_VARIABLES:
             environ[name] = profile
     return profile
+
+
+@contextlib.contextmanager
+def large_image_reader_transport(environ: MutableMapping[str, str] = os.environ):
+    """The reader profile while this process makes its participant, the environment as it was after.
+
+    Fast DDS reads the variable once, when the process's first participant is made. Left set, it would
+    pass to every process started later from this one (a test starting a sim), where it reads as the
+    user's own profile: that sim would then skip its large-image profile.
+    """
+    saved = {name: environ.get(name) for name in PROFILE_VARIABLES}
+    use_large_image_reader_transport(environ)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                environ.pop(name, None)
+            else:
+                environ[name] = value
 
 
 def remove_dead_segments(shm_dir: str = "/dev/shm", min_age_s: float = 10.0) -> list[tuple[str, int]]:

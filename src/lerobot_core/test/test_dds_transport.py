@@ -9,6 +9,7 @@ from lerobot_core.dds_transport import (
     LARGE_IMAGE_PROFILE,
     LARGE_IMAGE_READER_PROFILE,
     PROFILE_VARIABLES,
+    large_image_reader_transport,
     large_image_transport_profile,
     use_large_image_reader_transport,
     use_large_image_transport,
@@ -184,3 +185,32 @@ def test_reader_profile_keeps_shared_memory_and_dds_on_this_host_with_a_large_ud
     assert [a.text for a in udp.iterfind("d:interfaceWhiteList/d:address", ns)] == ["127.0.0.1"]
     # several 320x240 rgb8 images (230 KB each), not less than one as with the kernel's 208 KB default
     assert int(udp.findtext("d:receiveBufferSize", namespaces=ns)) >= 4 * 2**20
+
+
+def test_the_reader_profile_is_set_only_while_the_participant_is_made():
+    """Left in the environment, the reader profile passed to every process started later (a test's sim),
+    which took it for the user's own profile and skipped its large-image one (0.5 MB segments: the
+    shared-memory test of the sim failed after a plugin test had made a BackgroundNode in the process)."""
+    environ = dict(LOCAL)
+    with large_image_reader_transport(environ):
+        assert Path(environ["FASTDDS_DEFAULT_PROFILES_FILE"]).name == LARGE_IMAGE_READER_PROFILE
+        assert environ["FASTRTPS_DEFAULT_PROFILES_FILE"] == environ["FASTDDS_DEFAULT_PROFILES_FILE"]
+    assert environ == LOCAL
+    mine = {**LOCAL, "FASTRTPS_DEFAULT_PROFILES_FILE": "/somewhere/mine.xml"}
+    with large_image_reader_transport(mine):
+        assert "FASTDDS_DEFAULT_PROFILES_FILE" not in mine  # the user's profile wins, under either name
+    assert mine == {**LOCAL, "FASTRTPS_DEFAULT_PROFILES_FILE": "/somewhere/mine.xml"}
+
+
+@pytest.mark.ros
+def test_a_background_node_leaves_the_process_environment_as_it_was():
+    import os
+
+    from lerobot_core.ros.device import BackgroundNode
+
+    before = {name: os.environ.get(name) for name in PROFILE_VARIABLES}
+    node = BackgroundNode("test_reader_profile_env")
+    try:
+        assert {name: os.environ.get(name) for name in PROFILE_VARIABLES} == before
+    finally:
+        node.close()

@@ -406,9 +406,12 @@ def test_short_depth_episodes_get_sane_decode_timestamps(tmp_path):
     for mp4 in files:
         with av.open(str(mp4)) as c:
             stream = c.streams.video[0]
+            per_frame = round(1 / (15 * stream.time_base))
             packets = [(p.pts, p.dts) for p in c.demux(stream) if p.size]
         dts = [d for _, d in packets]
-        assert all(d is not None and p - 64 <= d <= p for p, d in packets), packets
+        # a DTS up to the encoder's reorder delay (a few frames) before its PTS is valid: libx265 gives
+        # 0 or 2 frames here depending on its lookahead; the uninitialised ones were far outside that
+        assert all(d is not None and p - 4 * per_frame <= d <= p for p, d in packets), packets
         assert dts == sorted(set(dts)), packets
 
 

@@ -205,4 +205,4 @@ def test_zero_episodes_is_refused_in_the_flags_words(tmp_path, capsys):
             ]
         )
     assert e.value.code == 2
-    assert "--episodes must be at least 1, got 0" in capsys.readouterr().err
+    assert "argument --episodes: must be >= 1, got '0'" in capsys.readouterr().err

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from lerobot_core.dds_transport import use_large_image_reader_transport
+from lerobot_core.dds_transport import large_image_reader_transport
 from lerobot_core.time import stamp_to_ns
 
 RCLPY_HELP = (
@@ -86,17 +86,17 @@ class BackgroundNode:
     """One rclpy node spinning in a daemon thread; latest message per subscribed topic."""
 
     def __init__(self, name: str, namespace: str = "", domain_id: int | None = None):
-        # before the process's first participant: images from a graph of another Fast DDS major version
-        # (Jazzy LeRobot, Kilted sim) come as UDP fragments, which the default socket buffer loses
-        use_large_image_reader_transport()
         rclpy = import_rclpy()
         from rclpy.executors import SingleThreadedExecutor
 
         self._rclpy = rclpy
         self.context = rclpy.Context()
         kwargs = {} if domain_id is None else {"domain_id": int(domain_id)}
-        rclpy.init(context=self.context, **kwargs)
-        self.node = rclpy.create_node(name, namespace=namespace or "", context=self.context)
+        # the process's participant gets the reader profile: images from a graph of another Fast DDS major
+        # version (Jazzy LeRobot, Kilted sim) come as UDP fragments, which the default socket buffer loses
+        with large_image_reader_transport():
+            rclpy.init(context=self.context, **kwargs)
+            self.node = rclpy.create_node(name, namespace=namespace or "", context=self.context)
         self._executor = SingleThreadedExecutor(context=self.context)
         self._executor.add_node(self.node)
         self._lock = threading.Lock()
