@@ -1,6 +1,7 @@
 """DatasetWriter: format, values, stats, rotation, episodes lifecycle, backpressure, codecs."""
 
 import json
+import os
 import threading
 from pathlib import Path
 
@@ -388,7 +389,7 @@ def test_validation_errors_name_the_problem(tmp_path):
         w.add_frame(frame(0, 0))
     w.add_frame(frame(0, 0) | {"task": "from the frame"})
     assert w.episode_frames == 1  # nothing half-added by the rejected frames
-    with pytest.raises(DatasetError, match="another DatasetWriter"):
+    with pytest.raises(DatasetError, match=rf"another writer \(process {os.getpid()}: "):
         DatasetWriter.resume(tmp_path / "ds")
     assert w.save_episode()["length"] == 1
     w.finalize()

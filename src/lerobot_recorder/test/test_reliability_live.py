@@ -202,6 +202,26 @@ def test_a_stop_request_during_a_save_keeps_nothing_recorded_after_it(tmp_path):
     assert check_dataset(tmp_path / "ds") == []
 
 
+def test_a_second_recorder_on_the_same_dataset_is_refused_saying_why(tmp_path):
+    """A second recorder resuming a dataset the first still writes: refused with the holder and what to
+    do, in the recorder's words (was only "autostart: configure failed; exiting"); nothing changes."""
+    stream = Stream()
+    first = worker(tmp_path / "ds", stream)
+    try:
+        stream.publish(first, 0.3)
+        assert record_one(first, stream).result_code == RESULT_SAVED
+        before = md5s(tmp_path / "ds")
+        with pytest.raises(RecorderError) as refused:
+            worker(tmp_path / "ds", Stream(), resume=True)
+        text = str(refused.value)
+        assert text.startswith("resume:=true: ") and f"another writer (process {os.getpid()}: " in text, text
+        assert "stop that one first" in text and "DatasetWriter" not in text, text
+    finally:
+        first.close(timeout=10)
+    assert md5s(tmp_path / "ds") == before
+    assert DatasetReader(tmp_path / "ds").num_episodes == 1
+
+
 @pytest.mark.parametrize("mode", ["refuse", "drop"])
 def test_nan_joints_refuse_the_episode_or_are_dropped_and_counted(tmp_path, mode):
     stream = Stream(nan_at={60, 61, 75})

@@ -78,8 +78,15 @@ class WriterLock:
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            try:
+                holder = os.read(self._fd, 32).decode(errors="replace").strip() or "?"
+            except OSError:
+                holder = "?"
             os.close(self._fd)
-            raise DatasetError(f"{root}: another DatasetWriter holds this dataset open") from None
+            raise DatasetError(
+                f"{root}: another writer (process {holder}: a recorder or an import) has this dataset open; "
+                "two writers would corrupt it: stop that one first, or record into another folder"
+            ) from None
         os.ftruncate(self._fd, 0)
         os.write(self._fd, str(os.getpid()).encode())
 
