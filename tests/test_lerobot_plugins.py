@@ -41,6 +41,8 @@ SOURCES = {  # distribution -> its source folder in this checkout
 JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
 SIM_PRESET = REPO / "lerobot_plugins/lerobot_robot_ros/lerobot_robot_ros/presets/so101_sim.yaml"
 DOC = REPO / "docs" / "lerobot_plugins.md"
+# this run's workspace: install/ (kilted) or install-jazzy/ (env.sh exports which)
+INSTALL = Path(os.environ.get("LEROBOT_ROS_INSTALL", REPO / "install"))
 
 
 def doc_command(name: str) -> list[str]:
@@ -49,7 +51,10 @@ def doc_command(name: str) -> list[str]:
     assert match, f"{DOC} has no block <!-- cmd: {name} -->"
     lines = [ln for ln in match.group(1).replace("\\\n", " ").splitlines() if shlex.split(ln, comments=True)]
     assert len(lines) == 1, f"block {name} of {DOC} holds {len(lines)} commands, not one"
-    return shlex.split(lines[0], comments=True)
+    argv = shlex.split(lines[0], comments=True)
+    if argv[0].startswith("install/"):  # the doc names colcon's default install; this distro's may differ
+        argv[0] = str(INSTALL / argv[0][len("install/") :])
+    return argv
 
 
 # what this (Kilted) process's environment must not pass on to a LeRobot venv: its Python path, and the ROS
