@@ -64,10 +64,12 @@ def large_image_transport_profile(
     return path if os.path.isfile(path) else None
 
 
-def use_large_image_transport(environ: MutableMapping[str, str] = os.environ) -> str | None:
-    """Select the profile for this process; call before rclpy.init (Fast DDS reads it when the
+def use_large_image_transport(
+    environ: MutableMapping[str, str] = os.environ, name: str = LARGE_IMAGE_PROFILE
+) -> str | None:
+    """Select the profile ``name`` for this process; call before rclpy.init (Fast DDS reads it when the
     process's first participant is made). Returns the path applied, or None."""
-    profile = large_image_transport_profile(environ)
+    profile = large_image_transport_profile(environ, name)
     if profile:
         for name in PROFILE_VARIABLES:  # whichever Fast DDS this rclpy links
             environ[name] = profile
@@ -77,11 +79,7 @@ def use_large_image_transport(environ: MutableMapping[str, str] = os.environ) ->
 def use_large_image_reader_transport(environ: MutableMapping[str, str] = os.environ) -> str | None:
     """Select the reader profile for this process (before its first participant, as above), under both
     generations' variable names. Returns the path applied, or None."""
-    profile = large_image_transport_profile(environ, LARGE_IMAGE_READER_PROFILE)
-    if profile:
-        for name in PROFILE_VARIABLES:
-            environ[name] = profile
-    return profile
+    return use_large_image_transport(environ, LARGE_IMAGE_READER_PROFILE)
 
 
 @contextlib.contextmanager

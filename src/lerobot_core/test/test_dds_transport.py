@@ -83,16 +83,26 @@ def test_this_distros_fast_dds_applies_the_profile(tmp_path):
     assert int(out.stdout.split()[-1]) >= 32 * 2**20, out.stdout
 
 
-def test_large_image_profile_keeps_dds_on_this_host():
-    ns = {"d": "http://www.eprosima.com"}
-    root = ET.parse(CONFIG).getroot()
+NS = {"d": "http://www.eprosima.com"}
+
+
+def _default_participant(path: Path):
+    """The profile's transports by id and its default participant's rtps element, whose builtin
+    transports must be off (the user transports are all it has)."""
+    root = ET.parse(path).getroot()
     transports = {
-        t.findtext("d:transport_id", namespaces=ns): t for t in root.iterfind(".//d:transport_descriptor", ns)
+        t.findtext("d:transport_id", namespaces=NS): t for t in root.iterfind(".//d:transport_descriptor", NS)
     }
-    participant = root.find("d:participant", ns)
+    participant = root.find("d:participant", NS)
     assert participant.get("is_default_profile") == "true"
-    rtps = participant.find("d:rtps", ns)
-    assert rtps.findtext("d:useBuiltinTransports", namespaces=ns).strip() == "false"
+    rtps = participant.find("d:rtps", NS)
+    assert rtps.findtext("d:useBuiltinTransports", namespaces=NS).strip() == "false"
+    return transports, rtps
+
+
+def test_large_image_profile_keeps_dds_on_this_host():
+    ns = NS
+    transports, rtps = _default_participant(CONFIG)
     used = [t.text for t in rtps.iterfind("d:userTransports/d:transport_id", ns)]
     assert sorted(used) == sorted(transports)
     kinds = {}
@@ -167,15 +177,8 @@ def test_reader_profile_goes_in_both_generations_variables():
 
 
 def test_reader_profile_keeps_shared_memory_and_dds_on_this_host_with_a_large_udp_buffer():
-    ns = {"d": "http://www.eprosima.com"}
-    root = ET.parse(READER_CONFIG).getroot()
-    transports = {
-        t.findtext("d:transport_id", namespaces=ns): t for t in root.iterfind(".//d:transport_descriptor", ns)
-    }
-    participant = root.find("d:participant", ns)
-    assert participant.get("is_default_profile") == "true"
-    rtps = participant.find("d:rtps", ns)
-    assert rtps.findtext("d:useBuiltinTransports", namespaces=ns).strip() == "false"
+    ns = NS
+    transports, rtps = _default_participant(READER_CONFIG)
     kinds = {
         transports[t.text].findtext("d:type", namespaces=ns): transports[t.text]
         for t in rtps.iterfind("d:userTransports/d:transport_id", ns)
