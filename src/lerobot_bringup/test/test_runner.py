@@ -223,17 +223,26 @@ def test_launch_files_build_descriptions():
 
 
 def test_nodes_do_not_outlive_a_killed_runner(ros_node):
+    import psutil
     from sensor_msgs.msg import JointState
 
     proc = launch("skeleton", "rate_hz:=50")
     try:
         wait_for_messages(ros_node, JointState, "/joint_states", count=3, timeout=30)
+        nodes = psutil.Process(proc.pid).children(recursive=True)
+        assert nodes, "the runner started no node processes"
         proc.kill()  # SIGKILL: no chance to forward anything
         proc.wait(10)
     finally:
         proc.kill()
-    # the kernel's parent-death signal stops the nodes anyway
-    assert wait_until(lambda: ros_node.count_publishers("/joint_states") == 0, timeout=15)
+    # the kernel's parent-death signal stops the nodes anyway: every node process ends...
+    _, alive = psutil.wait_procs(nodes, timeout=30)
+    left = [" ".join(p.cmdline()[-3:]) for p in alive if p.is_running()]
+    for p in alive:
+        p.kill()
+    assert not left, f"node processes outlived the killed runner: {left}"
+    # ...and leaves the graph (a node that said goodbye leaves at once; the DDS lease bounds the rest)
+    assert wait_until(lambda: ros_node.count_publishers("/joint_states") == 0, timeout=30)
 
 
 def test_teleop_profile_uses_robot_state_publisher_where_it_is_installed(tmp_path):
