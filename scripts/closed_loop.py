@@ -108,9 +108,39 @@ def evaluate(policy: str, args, out: Path, name: str) -> dict:
     return {"policy": policy, "pc_success": agg["pc_success"], "avg_max_reward": agg["avg_max_reward"]}
 
 
+def add_train_eval_arguments(ap: argparse.ArgumentParser) -> None:
+    """The training and evaluation flags closed_loop.py and dagger_round.py share."""
+    ap.add_argument("--batch-size", type=cli.positive_int, default=8, help="training batch size")
+    ap.add_argument(
+        "--eval-episodes", type=cli.positive_int, default=20, help="evaluation episodes per policy"
+    )
+    ap.add_argument(
+        "--eval-seed",
+        type=cli.non_negative_int,
+        default=1000,
+        help="first eval seed (demos use seeds from 0, HIL episodes from --hil-seed)",
+    )
+    ap.add_argument(
+        "--max-steps",
+        type=cli.non_negative_int,
+        default=150,
+        help="eval episode step limit; 0 = the env's own limit (300 steps for so101_cube)",
+    )
+    ap.add_argument(
+        "--lerobot-python",
+        default=DEFAULT_LEROBOT_PYTHON,
+        help="the Python of a LeRobot 0.4.4 venv that runs lerobot-train (scripts/make-lerobot-ref-venv.sh)",
+    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=cli.HelpFormatter)
-    ap.add_argument("--out", type=Path, default=ROOT / "outputs" / "closed_loop")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=ROOT / "outputs" / "closed_loop",
+        help="folder for everything the run makes",
+    )
     ap.add_argument("--demos", type=cli.positive_int, default=20, help="recorded scripted-expert episodes")
     ap.add_argument(
         "--episode-time",
@@ -125,7 +155,14 @@ def main() -> int:
         help="env_state: joints + the cube's pose (observation.environment_state), no camera: trains in "
         "minutes on 2 CPU cores; images: joints + front and wrist cameras (a ResNet-18 from scratch)",
     )
-    ap.add_argument("--image-size", type=cli.positive_int, nargs=2, default=(96, 128), metavar=("H", "W"))
+    ap.add_argument(
+        "--image-size",
+        type=cli.positive_int,
+        nargs=2,
+        default=(96, 128),
+        metavar=("H", "W"),
+        help="camera size the sim renders and the policy sees (--observation images)",
+    )
     ap.add_argument("--lr", type=cli.positive_float, default=1e-4, help="learning rate (policy and backbone)")
     ap.add_argument("--vae", action="store_true", help="ACT's VAE on (the scripted expert is unimodal)")
     ap.add_argument(
@@ -144,28 +181,16 @@ def main() -> int:
         default=500,
         help="checkpoint (and learning-curve point) every N steps",
     )
-    ap.add_argument("--batch-size", type=cli.positive_int, default=8)
-    ap.add_argument("--chunk-size", type=cli.positive_int, default=20)
+    ap.add_argument(
+        "--chunk-size", type=cli.positive_int, default=20, help="ACT's chunk: actions per inference"
+    )
     ap.add_argument(
         "--n-action-steps",
         type=cli.non_negative_int,
         default=10,
         help="actions run per chunk before the next inference (0 = chunk)",
     )
-    ap.add_argument("--eval-episodes", type=cli.positive_int, default=20)
-    ap.add_argument(
-        "--eval-seed",
-        type=cli.non_negative_int,
-        default=1000,
-        help="first eval seed (demos use seeds from 0)",
-    )
-    ap.add_argument(
-        "--max-steps",
-        type=cli.non_negative_int,
-        default=150,
-        help="eval episode step limit; 0 = the env's own limit (300 steps for so101_cube)",
-    )
-    ap.add_argument("--lerobot-python", default=DEFAULT_LEROBOT_PYTHON)
+    add_train_eval_arguments(ap)
     ap.add_argument("--keep", action="store_true", help="reuse an existing dataset / training in --out")
     args = ap.parse_args()
     if args.threads < 0:

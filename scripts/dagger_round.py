@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from closed_loop import DEFAULT_LEROBOT_PYTHON, ROOT, dropped_ticks, evaluate, run, train, train_log
+from closed_loop import ROOT, add_train_eval_arguments, dropped_ticks, evaluate, run, train, train_log
 
 from lerobot_core import cli
 from lerobot_msgs.msg import ControlStatus
@@ -172,7 +172,12 @@ def main() -> int:
         required=True,
         help="the demonstrations v0 was trained on (closed_loop.py's dataset)",
     )
-    ap.add_argument("--out", type=Path, default=ROOT / "outputs" / "dagger_round")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=ROOT / "outputs" / "dagger_round",
+        help="folder for everything the round makes",
+    )
     ap.add_argument("--hil-episodes", type=cli.positive_int, default=20, help="HIL episodes driven by v0")
     ap.add_argument(
         "--hil-seed", type=cli.non_negative_int, default=500, help="sim seed of the first HIL episode"
@@ -197,16 +202,7 @@ def main() -> int:
         default=0,
         help="checkpoint every N steps (0 = only at --steps)",
     )
-    ap.add_argument("--batch-size", type=cli.positive_int, default=8)
-    ap.add_argument("--eval-episodes", type=cli.positive_int, default=20)
-    ap.add_argument("--eval-seed", type=cli.non_negative_int, default=1000, help="first eval seed")
-    ap.add_argument(
-        "--max-steps",
-        type=cli.non_negative_int,
-        default=150,
-        help="eval episode step limit; 0 = the env's own limit (300 steps for so101_cube)",
-    )
-    ap.add_argument("--lerobot-python", default=DEFAULT_LEROBOT_PYTHON)
+    add_train_eval_arguments(ap)
     ap.add_argument(
         "--keep",
         action="store_true",

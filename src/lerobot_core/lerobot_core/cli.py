@@ -13,6 +13,7 @@ with exit code 2, before the tool opens a file or a node.
 from __future__ import annotations
 
 import argparse
+import copy
 import math
 from collections.abc import Callable
 
@@ -20,15 +21,23 @@ from collections.abc import Callable
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
     """``--help`` shows each option's default (``(default: 30)``) and keeps the description's layout."""
 
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
+    @staticmethod
+    def _shows_default(action: argparse.Action) -> bool:
         # flags without a value, required ones and None defaults: nothing worth printing
         default = action.default
         if default is None or default is False or default is argparse.SUPPRESS or default in ("", []):
-            return text
-        if action.required or not action.option_strings:
-            return text
-        if "%(default)" in text or "(default" in text:
+            return False
+        return not action.required and bool(action.option_strings)
+
+    def _format_action(self, action: argparse.Action) -> str:
+        if not action.help and self._shows_default(action):  # argparse prints nothing for no help
+            action = copy.copy(action)
+            action.help = "(default: %(default)s)"
+        return super()._format_action(action)
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if not self._shows_default(action) or "%(default)" in text or "(default" in text:
             return text
         return super()._get_help_string(action)
 
