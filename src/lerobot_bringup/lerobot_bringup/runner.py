@@ -128,6 +128,37 @@ def check_checkpoint(value: str) -> None:
 CHECKERS = {"checkpoint": check_checkpoint}
 
 
+def check_policy_contracts(profile: Profile) -> None:
+    """A policy node's checkpoint against its contract, before anything starts: a checkpoint that
+    reads what the contract does not give (the cube's pose from an images contract, another camera,
+    another joint count) is refused naming the profile arguments, as the node would refuse it later."""
+    from lerobot_core.contract import Contract, ContractError
+    from lerobot_policy_node.deployment import DeploymentError, check_checkpoint, dataset_units, from_contract
+    from lerobot_policy_node.runtime.errors import PolicyLoadError
+    from lerobot_policy_node.runtime.policy import read_policy_config
+
+    for spec in profile.nodes:
+        params = spec.parameters
+        if spec.disabled or (spec.package, spec.executable) != ("lerobot_policy_node", "policy"):
+            continue
+        if not params.get("policy_path") or not params.get("contract"):
+            continue
+        try:
+            _, pc = read_policy_config(str(params["policy_path"]))
+            trained, where = dataset_units(pc.path, str(params.get("dataset_root") or ""))
+            check_checkpoint(from_contract(Contract.load(str(params["contract"]))), pc, trained, where)
+        except (DeploymentError, PolicyLoadError, ContractError) as exc:
+            names = [a for a in ("policy_path", "contract") if a in spec.uses]
+            given = " ".join(f"{a}:={profile.values[a]}" for a in names)
+            hint = (
+                " (the profile's contract:= argument picks another one: lerobot-launch "
+                f"{profile.name} --help)"
+                if "contract" in names
+                else ""
+            )
+            raise ProfileError(f"{given or spec.name}: {exc}{hint}") from None
+
+
 def check_arguments(profile: Profile, checkers=None) -> None:
     """Refuse, before anything starts, a required argument left out and a value that cannot work
     (a checkpoint folder that does not exist): the message names the argument as the user types it."""
@@ -395,6 +426,7 @@ def main(argv: list[str] | None = None) -> int:
             show(profile)
             return 0
         check_arguments(profile)
+        check_policy_contracts(profile)
         runner = GraphRunner(profile, a.shutdown_timeout)
         signal.signal(signal.SIGINT, runner.request_stop)
         signal.signal(signal.SIGTERM, runner.request_stop)

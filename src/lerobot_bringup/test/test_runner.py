@@ -322,6 +322,22 @@ def test_a_checkpoint_that_is_not_there_is_refused_naming_the_argument():
     assert "started" not in res.stdout
 
 
+def test_a_checkpoint_the_contract_cannot_feed_is_refused_naming_the_arguments():
+    """Before: hil_sim_so101 with closed_loop.py's default (env_state) checkpoint, as docs/hil.md's first
+    command gives it, started the graph; the policy node failed at configure and the graph stopped."""
+    fixtures = Path(__file__).resolve().parents[2] / "lerobot_policy_node" / "test" / "fixtures"
+    ckpt = fixtures / "act_env_state" / "pretrained_model"
+    res = run_launcher("hil_sim_so101", f"policy_path:={ckpt}", cwd=tempfile.mkdtemp())
+    assert res.returncode == 2, res.stdout + res.stderr
+    err = res.stderr.strip()
+    assert err.startswith(f"lerobot-launch: error: policy_path:={ckpt} contract:=so101_sim_hil_contract: "), (
+        err
+    )
+    assert "input observation.environment_state is not a feature of the contract" in err
+    assert "contract:= argument picks another one: lerobot-launch hil_sim_so101 --help" in err
+    assert "started" not in res.stdout
+
+
 def test_a_value_of_the_wrong_type_is_refused_before_anything_starts():
     """Before: rate_hz:=fast started the graph, the source died and the monitor printed '0 msgs' until killed."""
     res = run_launcher("skeleton", "rate_hz:=fast")

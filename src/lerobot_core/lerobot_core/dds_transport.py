@@ -22,13 +22,17 @@ Two Fast DDS generations, one behaviour (both are tested in CI):
   files /dev/shm/fastdds_*;
 - Fast DDS 2.14 (Jazzy) reads FASTRTPS_DEFAULT_PROFILES_FILE only (the other name is ignored: the
   profile silently did not apply on Jazzy, and large images stalled there) and names them fastrtps_*.
-The profile is set under both names, and a user's own file under either name wins.
+The profile is set under the name this process's Fast DDS reads (the installed `ros-fastdds` 3.x or
+`ros-fastrtps` 2.x wheel, else ROS_DISTRO), under both when that cannot be told: Fast DDS 3 warns that
+FASTRTPS_DEFAULT_PROFILES_FILE is deprecated on every participant when that name is set. A user's own
+file under either name wins.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import sys
 import time
@@ -40,6 +44,38 @@ LARGE_IMAGE_READER_PROFILE = "fastdds_large_image_readers.xml"
 PROFILE_VARIABLES = ("FASTDDS_DEFAULT_PROFILES_FILE", "FASTRTPS_DEFAULT_PROFILES_FILE")
 # shared-memory file prefixes: Fast DDS 3, Fast DDS 2.x
 SHM_PREFIXES = ("fastdds_", "fastrtps_")
+
+
+# distros whose Fast DDS is 2.x (FASTRTPS_DEFAULT_PROFILES_FILE); later ones ship Fast DDS 3
+FAST_DDS_2_DISTROS = ("humble", "iron", "jazzy")
+
+
+@functools.cache
+def fast_dds_major() -> int | None:
+    """The major version of the Fast DDS this Python's rclpy links (2 or 3), or None if unknown."""
+    from importlib import metadata
+
+    for dist in (
+        "ros-fastdds",
+        "ros-fastrtps",
+    ):  # the PyPI wheels (Kilted: fastdds 3.x; Jazzy: fastrtps 2.14)
+        try:
+            return int(metadata.version(dist).split(".")[0])
+        except (metadata.PackageNotFoundError, ValueError):
+            continue
+    distro = os.environ.get("ROS_DISTRO", "")  # a sourced /opt/ros/<distro>
+    if distro:
+        return 2 if distro in FAST_DDS_2_DISTROS else 3
+    return None
+
+
+def profile_variables(major: int | None) -> tuple[str, ...]:
+    """The variable(s) to set for Fast DDS `major` (both when it is not known)."""
+    if major == 2:
+        return ("FASTRTPS_DEFAULT_PROFILES_FILE",)
+    if major is not None and major >= 3:
+        return ("FASTDDS_DEFAULT_PROFILES_FILE",)
+    return PROFILE_VARIABLES
 
 
 def user_profile(environ: Mapping[str, str] = os.environ) -> str | None:
@@ -71,14 +107,14 @@ def use_large_image_transport(
     process's first participant is made). Returns the path applied, or None."""
     profile = large_image_transport_profile(environ, name)
     if profile:
-        for name in PROFILE_VARIABLES:  # whichever Fast DDS this rclpy links
-            environ[name] = profile
+        for variable in profile_variables(fast_dds_major()):  # the name this process's Fast DDS reads
+            environ[variable] = profile
     return profile
 
 
 def use_large_image_reader_transport(environ: MutableMapping[str, str] = os.environ) -> str | None:
-    """Select the reader profile for this process (before its first participant, as above), under both
-    generations' variable names. Returns the path applied, or None."""
+    """Select the reader profile for this process (before its first participant, as above), under the
+    variable name its Fast DDS reads. Returns the path applied, or None."""
     return use_large_image_transport(environ, LARGE_IMAGE_READER_PROFILE)
 
 

@@ -1,5 +1,6 @@
 """The large-image DDS profile: used only on a localhost Fast DDS stack, and it keeps DDS on this host."""
 
+import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -9,8 +10,10 @@ from lerobot_core.dds_transport import (
     LARGE_IMAGE_PROFILE,
     LARGE_IMAGE_READER_PROFILE,
     PROFILE_VARIABLES,
+    fast_dds_major,
     large_image_reader_transport,
     large_image_transport_profile,
+    profile_variables,
     use_large_image_reader_transport,
     use_large_image_transport,
 )
@@ -39,16 +42,21 @@ def test_large_image_profile_is_used_on_a_localhost_fast_dds_stack():
     assert large_image_transport_profile({"ROS_AUTOMATIC_DISCOVERY_RANGE": "localhost"}) == path
 
 
-def test_the_profile_is_named_for_both_fast_dds_generations():
+def test_the_profile_is_named_for_the_fast_dds_generation_that_reads_it():
     """Jazzy's Fast DDS 2.14 reads only FASTRTPS_DEFAULT_PROFILES_FILE, Kilted's Fast DDS 3 only
-    FASTDDS_DEFAULT_PROFILES_FILE: a process of either distro must get the profile."""
+    FASTDDS_DEFAULT_PROFILES_FILE (and warns on every participant that the other name is deprecated):
+    each gets its own name, both when the generation is unknown."""
+    assert profile_variables(2) == ("FASTRTPS_DEFAULT_PROFILES_FILE",)
+    assert profile_variables(3) == ("FASTDDS_DEFAULT_PROFILES_FILE",)
+    assert profile_variables(None) == PROFILE_VARIABLES
     environ = dict(LOCAL)
     path = use_large_image_transport(environ)
     assert path is not None
-    assert {name: environ.get(name) for name in PROFILE_VARIABLES} == {
-        "FASTDDS_DEFAULT_PROFILES_FILE": path,
-        "FASTRTPS_DEFAULT_PROFILES_FILE": path,
-    }
+    # this run's rclpy: Kilted (fastdds 3) or Jazzy (fastrtps 2.14), from the installed wheels
+    major = fast_dds_major()
+    assert major == (2 if os.environ.get("LEROBOT_ROS_DISTRO") == "jazzy" else 3)
+    assert {name for name in PROFILE_VARIABLES if name in environ} == set(profile_variables(major))
+    assert all(environ[name] == path for name in profile_variables(major))
 
 
 @pytest.mark.ros
@@ -81,6 +89,8 @@ def test_this_distros_fast_dds_applies_the_profile(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr[-2000:]
     assert int(out.stdout.split()[-1]) >= 32 * 2**20, out.stdout
+    # Kilted's Fast DDS 3 warned "FASTRTPS_DEFAULT_PROFILES_FILE ... is deprecated" at every start
+    assert "deprecated" not in out.stderr, out.stderr
 
 
 NS = {"d": "http://www.eprosima.com"}
@@ -169,11 +179,13 @@ def test_reader_profile_is_left_out(environ):
     assert environ == before
 
 
-def test_reader_profile_goes_in_both_generations_variables():
+def test_reader_profile_goes_in_this_generations_variable():
     environ = dict(LOCAL)
     path = use_large_image_reader_transport(environ)
     assert Path(path).name == LARGE_IMAGE_READER_PROFILE
-    assert environ["FASTRTPS_DEFAULT_PROFILES_FILE"] == environ["FASTDDS_DEFAULT_PROFILES_FILE"] == path
+    assert {k: v for k, v in environ.items() if k in PROFILE_VARIABLES} == {
+        name: path for name in profile_variables(fast_dds_major())
+    }
 
 
 def test_reader_profile_keeps_shared_memory_and_dds_on_this_host_with_a_large_udp_buffer():
@@ -196,8 +208,8 @@ def test_the_reader_profile_is_set_only_while_the_participant_is_made():
     shared-memory test of the sim failed after a plugin test had made a BackgroundNode in the process)."""
     environ = dict(LOCAL)
     with large_image_reader_transport(environ):
-        assert Path(environ["FASTDDS_DEFAULT_PROFILES_FILE"]).name == LARGE_IMAGE_READER_PROFILE
-        assert environ["FASTRTPS_DEFAULT_PROFILES_FILE"] == environ["FASTDDS_DEFAULT_PROFILES_FILE"]
+        for name in profile_variables(fast_dds_major()):
+            assert Path(environ[name]).name == LARGE_IMAGE_READER_PROFILE
     assert environ == LOCAL
     mine = {**LOCAL, "FASTRTPS_DEFAULT_PROFILES_FILE": "/somewhere/mine.xml"}
     with large_image_reader_transport(mine):
