@@ -114,6 +114,8 @@ class ControlArbiterNode(LifecycleNode):
         self._last_tick_s: float | None = None  # the previous control step (None: none since activate)
         self._published_transitions = 0
         self._last_event, self._last_message = "", "unconfigured"
+        self._refused_line: str | None = None  # the last refusal logged, and its repeats not logged
+        self._refused_repeats = 0
         self._last_transition: Transition | None = None
         self._leader_torque = False
         self._leader_errors: collections.deque = collections.deque(maxlen=3)
@@ -461,11 +463,7 @@ class ControlArbiterNode(LifecycleNode):
                 )
         if reply.success and command in RECORDER_SERVICES:
             self._call_recorder(command)
-        # rclpy ties a severity to each logging call site: one line per severity
-        if reply.success:
-            self.get_logger().info(f"{command}: {reply.message}")
-        else:
-            self.get_logger().warning(f"{command}: {reply.message}")
+        self._log_reply(command, reply)
         if not reply.success:
             self._last_event, self._last_message = f"{command}_refused", reply.message
             self._publish_status()
@@ -476,6 +474,24 @@ class ControlArbiterNode(LifecycleNode):
             self._tick()
         self._after_change()
         return reply
+
+    def _log_reply(self, command: str, reply) -> None:
+        """One line per reply; a refusal repeated word for word (a front end asking again until the
+        policy speaks) is logged once, and the next other reply says how many were not shown."""
+        line = f"{command}: {reply.message}"
+        if not reply.success and line == self._refused_line:
+            self._refused_repeats += 1
+            return
+        shown = line
+        if self._refused_repeats:
+            shown += f" (after {self._refused_repeats} more '{self._refused_line}', not shown)"
+        self._refused_line, self._refused_repeats = (None if reply.success else line), 0
+        line = shown
+        # rclpy ties a severity to each logging call site: one line per severity
+        if reply.success:
+            self.get_logger().info(line)
+        else:
+            self.get_logger().warning(line)
 
     def _on_command(self, request: ArbiterCommand.Request, response: ArbiterCommand.Response):
         reply = self.request(request.command.strip().lower())

@@ -2,6 +2,7 @@
 Trigger services, silence -> hold, refusals, and the foot pedal (missing device, FIFO)."""
 
 import os
+import re
 import signal
 import time
 
@@ -183,8 +184,9 @@ def test_every_transition_over_ros(ros_node):
             # the policy goes silent: hold
             src.policy_on = False
             assert wait_until(lambda: status.messages[-1].event == "policy_silent", 10)
-            r = command(ros_node, "resume")
-            assert not r.success and "policy is silent" in r.message
+            for _ in range(3):  # asked again and again (the corrective human at an episode start)
+                r = command(ros_node, "resume")
+                assert not r.success and "policy is silent" in r.message
             r = command(ros_node, "fly")
             assert not r.success and "unknown command 'fly'" in r.message
             # episode controls hold and are forwarded (no recorder here: a warning, no crash)
@@ -211,6 +213,14 @@ def test_every_transition_over_ros(ros_node):
     for e in ("start", "pause", "takeover", "human_silent", "resume", "policy_silent", "save"):
         assert e in transitions, transitions
     assert proc.returncode == 0, proc.output()
+    # a refusal repeated word for word is logged once; the next other reply counts the rest
+    before_fly, fly, after = proc.output().partition("]: fly: unknown command 'fly'")
+    assert fly, proc.output()
+    silent = before_fly[before_fly.index("policy_silent") :]  # from the policy's silence on
+    assert silent.count("]: resume: resume refused: the policy is silent") == 1, silent
+    assert re.match(r"[^\n]* \(after 2 more 'resume: resume refused: the policy is silent", after), after[
+        :300
+    ]
 
 
 def test_a_stall_of_the_arbiter_itself_does_not_end_the_drive(ros_node):
