@@ -187,6 +187,6 @@ def test_leader_mirrors_the_follower_before_its_torque_goes_off(ros_node, tmp_pa
                 lambda: np.max(np.abs(np.array(fol_js.messages[-1].position) - target["pose"])) < 0.05, 30
             )
     finally:
-        ros_node.destroy_timer(timer)
+        timer.cancel()  # the fixture's executor may wait on it: the fixture destroys the node
     events = [m.event for m in status.messages]
     assert "pause" in events and "takeover" in events and "resume" in events
