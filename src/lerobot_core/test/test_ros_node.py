@@ -256,14 +256,8 @@ sys.exit(code)
 """
 
 
-@pytest.mark.parametrize("mode", ["spin", "main_loop"])
-def test_ctrl_c_tears_nothing_down_before_rclpys_signal_thread_is_done(mode, tmp_path):
-    """rclpy's signal thread triggers every executor's signal guard condition, then shuts the context
-    down; a busy main thread gets its KeyboardInterrupt at once. Shutting the executor down (it destroys
-    that guard condition and rclpy's list of them) or destroying the node before the context is down
-    freed what the signal thread was still using: the scripted expert died of SIGSEGV in destroy_node
-    at shutdown once in four runs of record_sim_so101. Here that thread is made slow (idle priority,
-    the main thread busy on the same CPU), so the old order is seen every time."""
+def _ctrl_c(tmp_path, child: str, ready: str, *args: str) -> tuple[int, str]:
+    """Run `child` (Python source) with `args`, Ctrl-C it once it printed `ready`; its exit code and output."""
     import os
     import signal
     import subprocess
@@ -272,18 +266,29 @@ def test_ctrl_c_tears_nothing_down_before_rclpys_signal_thread_is_done(mode, tmp
     from lerobot_core.ros.testing import wait_until
 
     script = tmp_path / "child.py"
-    script.write_text(_SIGNAL_CHILD)
+    script.write_text(child)
     log = tmp_path / "out.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, str(script), mode], stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen([sys.executable, str(script), *args], stdout=out, stderr=subprocess.STDOUT)
         try:
-            assert wait_until(lambda: "busy" in log.read_text(), 30), log.read_text()
+            assert wait_until(lambda: ready in log.read_text(), 30), log.read_text()
             os.kill(proc.pid, signal.SIGINT)
             proc.wait(30)
         finally:
             proc.kill()
-    text = log.read_text()
-    assert proc.returncode == 0, text
+    return proc.returncode, log.read_text()
+
+
+@pytest.mark.parametrize("mode", ["spin", "main_loop"])
+def test_ctrl_c_tears_nothing_down_before_rclpys_signal_thread_is_done(mode, tmp_path):
+    """rclpy's signal thread triggers every executor's signal guard condition, then shuts the context
+    down; a busy main thread gets its KeyboardInterrupt at once. Shutting the executor down (it destroys
+    that guard condition and rclpy's list of them) or destroying the node before the context is down
+    freed what the signal thread was still using: the scripted expert died of SIGSEGV in destroy_node
+    at shutdown once in four runs of record_sim_so101. Here that thread is made slow (idle priority,
+    the main thread busy on the same CPU), so the old order is seen every time."""
+    code, text = _ctrl_c(tmp_path, _SIGNAL_CHILD, "busy", mode)
+    assert code == 0, text
     assert "executor shutdown: context ok=False" in text, text
     assert "destroy_node: context ok=False" in text, text
     assert "context ok=True" not in text, text
@@ -314,26 +319,8 @@ def test_the_safe_state_logs_after_ctrl_c_without_rosout_errors(tmp_path):
     """After Ctrl-C the context is down (rclpy's signal thread) while the safe state still logs: its
     lines reach the console, and none fails on the gone /rosout publisher ("Failed to publish log
     message to rosout: publisher's context is invalid", seen from follower_bus's "shutdown: hold")."""
-    import os
-    import signal
-    import subprocess
-    import sys
-
-    from lerobot_core.ros.testing import wait_until
-
-    script = tmp_path / "child.py"
-    script.write_text(_SAFE_STATE_LOG_CHILD)
-    log = tmp_path / "out.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, str(script)], stdout=out, stderr=subprocess.STDOUT)
-        try:
-            assert wait_until(lambda: "spinning" in log.read_text(), 30), log.read_text()
-            os.kill(proc.pid, signal.SIGINT)
-            proc.wait(30)
-        finally:
-            proc.kill()
-    text = log.read_text()
-    assert proc.returncode == 0, text
+    code, text = _ctrl_c(tmp_path, _SAFE_STATE_LOG_CHILD, "spinning")
+    assert code == 0, text
     assert "[safe_state_logger]: shutdown: hold" in text, text
     assert "[safe_state_logger]: shutdown: a second line" in text, text
     assert "rosout" not in text, text
