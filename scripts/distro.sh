@@ -49,3 +49,22 @@ lr_default_distro() {
     echo kilted
   fi
 }
+
+# lr_take_distro_arg ARGS...: a leading `--distro X` or `--distro=X` sets DISTRO (else lr_default_distro);
+# LR_SHIFT is how many arguments it took (the caller shifts them). For scripts/demo.sh and test.sh.
+lr_take_distro_arg() {
+  DISTRO=$(lr_default_distro)
+  LR_SHIFT=0
+  case "${1:-}" in
+    --distro) DISTRO=${2:?--distro needs a value: kilted or jazzy}; LR_SHIFT=2 ;;
+    --distro=*) DISTRO=${1#--distro=}; LR_SHIFT=1 ;;
+  esac
+}
+
+# lr_setup_and_enter DISTRO: set that environment up (./setup.sh: from scratch if needed, under a second
+# when nothing changed), then enter it in this shell (env.sh). Needs ROOT, the checkout.
+lr_setup_and_enter() {
+  "$ROOT/setup.sh" --distro "$1"
+  # shellcheck disable=SC1091
+  set +u; source "$ROOT/env.sh" --distro "$1"; set -u
+}

@@ -8,14 +8,9 @@ cd "$ROOT"
 # distro, else kilted; setup.sh --help)
 # shellcheck source=distro.sh
 . "$ROOT/scripts/distro.sh"
-DISTRO=$(lr_default_distro)
-case "${1:-}" in
-  --distro) DISTRO=${2:?--distro needs a value: kilted or jazzy}; shift 2 ;;
-  --distro=*) DISTRO=${1#--distro=}; shift ;;
-esac
-./setup.sh --distro "$DISTRO"
-# shellcheck disable=SC1091
-set +u; source env.sh --distro "$DISTRO"; set -u
+lr_take_distro_arg "$@"
+shift "$LR_SHIFT"
+lr_setup_and_enter "$DISTRO"
 # tests get their own ROS_DOMAIN_ID per pytest process (lerobot_core.ros.testing); never leave loopback
 export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
 echo "== ruff"
