@@ -48,8 +48,8 @@ _ERROR_TEXT = {
     ERRBIT_OVERLOAD: "overload: sustained torque above limit, reduce load and re-enable torque",
 }
 
-# data_name: (address, size)
-STS_SMS_TABLE: dict[str, tuple[int, int]] = {
+# data_name: (address, size). The two protocol families share the EEPROM head and the present-state block.
+_EEPROM_HEAD: dict[str, tuple[int, int]] = {
     "Firmware_Major_Version": (0, 1),
     "Firmware_Minor_Version": (1, 1),
     "Model_Number": (3, 2),
@@ -72,6 +72,19 @@ STS_SMS_TABLE: dict[str, tuple[int, int]] = {
     "Minimum_Startup_Force": (24, 2),
     "CW_Dead_Zone": (26, 1),
     "CCW_Dead_Zone": (27, 1),
+}
+_PRESENT_STATE: dict[str, tuple[int, int]] = {
+    "Present_Position": (56, 2),
+    "Present_Velocity": (58, 2),
+    "Present_Load": (60, 2),
+    "Present_Voltage": (62, 1),
+    "Present_Temperature": (63, 1),
+    "Status": (65, 1),
+    "Moving": (66, 1),
+}
+
+STS_SMS_TABLE: dict[str, tuple[int, int]] = {
+    **_EEPROM_HEAD,
     "Protection_Current": (28, 2),
     "Angular_Resolution": (30, 1),
     "Homing_Offset": (31, 2),
@@ -86,40 +99,13 @@ STS_SMS_TABLE: dict[str, tuple[int, int]] = {
     "Goal_Velocity": (46, 2),
     "Torque_Limit": (48, 2),
     "Lock": (55, 1),
-    "Present_Position": (56, 2),
-    "Present_Velocity": (58, 2),
-    "Present_Load": (60, 2),
-    "Present_Voltage": (62, 1),
-    "Present_Temperature": (63, 1),
-    "Status": (65, 1),
-    "Moving": (66, 1),
+    **_PRESENT_STATE,
     "Present_Current": (69, 2),
     "Maximum_Acceleration": (85, 1),
 }
 
 SCS_TABLE: dict[str, tuple[int, int]] = {
-    "Firmware_Major_Version": (0, 1),
-    "Firmware_Minor_Version": (1, 1),
-    "Model_Number": (3, 2),
-    "ID": (5, 1),
-    "Baud_Rate": (6, 1),
-    "Return_Delay_Time": (7, 1),
-    "Response_Status_Level": (8, 1),
-    "Min_Position_Limit": (9, 2),
-    "Max_Position_Limit": (11, 2),
-    "Max_Temperature_Limit": (13, 1),
-    "Max_Voltage_Limit": (14, 1),
-    "Min_Voltage_Limit": (15, 1),
-    "Max_Torque_Limit": (16, 2),
-    "Phase": (18, 1),
-    "Unloading_Condition": (19, 1),
-    "LED_Alarm_Condition": (20, 1),
-    "P_Coefficient": (21, 1),
-    "D_Coefficient": (22, 1),
-    "I_Coefficient": (23, 1),
-    "Minimum_Startup_Force": (24, 2),
-    "CW_Dead_Zone": (26, 1),
-    "CCW_Dead_Zone": (27, 1),
+    **_EEPROM_HEAD,
     "Protective_Torque": (37, 1),
     "Protection_Time": (38, 1),
     "Torque_Enable": (40, 1),
@@ -128,13 +114,7 @@ SCS_TABLE: dict[str, tuple[int, int]] = {
     "Running_Time": (44, 2),
     "Goal_Velocity": (46, 2),
     "Lock": (48, 1),
-    "Present_Position": (56, 2),
-    "Present_Velocity": (58, 2),
-    "Present_Load": (60, 2),
-    "Present_Voltage": (62, 1),
-    "Present_Temperature": (63, 1),
-    "Status": (65, 1),
-    "Moving": (66, 1),
+    **_PRESENT_STATE,
 }
 
 STS_SIGN_BITS = {
