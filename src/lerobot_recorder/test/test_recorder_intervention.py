@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from rosbags.typesys import Stores, get_typestore
 
-from lerobot_recorder.contract import Contract, ContractError
+from lerobot_core.contract import Contract, ContractError
 from lerobot_recorder.dataset import DatasetReader
 from lerobot_recorder.episode_control import EpisodeConfig
 from lerobot_recorder.live_recorder import RESULT_SAVED, LiveConfig, LiveRecorder
