@@ -42,7 +42,7 @@ setup(
         "console_scripts": [
             "recorder = lerobot_recorder.recorder_node:main",
             "lerobot-record-control = lerobot_recorder.record_control:main",
-            "lerobot-bag-import = lerobot_recorder.bag_import:main",
+            "lerobot-bag-import = lerobot_recorder.bag_import_cli:main",
             "lerobot-bag-export = lerobot_recorder.bag_export:main",
             "lerobot-dataset-info = lerobot_recorder.dataset_info:main",
             "lerobot-ros-dataset-viz = lerobot_recorder.dataset_viz:main",

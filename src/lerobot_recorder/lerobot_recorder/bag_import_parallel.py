@@ -29,6 +29,8 @@ from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 from pathlib import Path
 
+from .bag_episodes import BagImportError, EpisodeSummary, ImportSummary, ProgressBar, check_bags, import_one
+
 RETRIES = 2  # extra attempts per bag after a worker died
 RAY_CONNECT_TIMEOUT_S = 5.0
 
@@ -43,7 +45,6 @@ def convert_bag_to_part(
     latency_margin_s: float,
 ) -> dict:
     """Worker: bag -> a new partial dataset. Returns what the merge needs (picklable, small)."""
-    from .bag_import import BagImportError, ImportSummary, ProgressBar, _import_one, check_bags
     from .dataset import DatasetReader, DatasetWriter
     from .dataset import format as fmt
 
@@ -63,7 +64,7 @@ def convert_bag_to_part(
     summary = ImportSummary(output=part)
     error = None
     try:
-        _import_one(
+        import_one(
             plans[0], resolved, writer, summary, ProgressBar(0, enabled=False), "", latency_margin_s, None
         )
     except BagImportError as exc:
@@ -113,13 +114,12 @@ def convert_bag_to_part(
 
 def merge_part(writer, result: dict, bag: str, summary) -> None:
     """Append the partial dataset's episodes to `writer`, in order (serial, main process)."""
-    from . import bag_import
 
     for e in result["episodes"]:
         videos = {key: (Path(path), stats) for key, (path, stats) in e["videos"].items()}
         ep = writer.total_episodes
         writer.save_encoded_episode(e["columns"], e["tasks"], videos)
-        summary.episodes.append(bag_import.EpisodeSummary(bag, ep, e["frames"], e["stats"]))
+        summary.episodes.append(EpisodeSummary(bag, ep, e["frames"], e["stats"]))
     summary.skipped_segments += result["skipped_segments"]
     summary.bag_seconds += result["duration_s"]
 
@@ -137,7 +137,6 @@ def run_parallel(
     ray_address: str | None = None,
 ) -> None:
     """Convert `bags` in workers, then merge them into `writer` in bag order."""
-    from .bag_import import BagImportError
 
     parts_dir = Path(f"{writer.root}.parts")
     parts_dir.mkdir(parents=True, exist_ok=True)
@@ -175,7 +174,6 @@ def run_parallel(
 
 def _process_results(args: list[tuple], jobs: int, on_bag_done) -> Iterator[dict]:
     """The workers' results in bag order, each as soon as it and every earlier one are in."""
-    from .bag_import import BagImportError
 
     results: dict[int, dict] = {}
     attempts = dict.fromkeys(range(len(args)), 0)
@@ -215,7 +213,6 @@ def _process_results(args: list[tuple], jobs: int, on_bag_done) -> Iterator[dict
 
 def check_ray_address(address: str) -> None:
     """Fail within seconds, with the address in the message, when a Ray cluster is not reachable."""
-    from .bag_import import BagImportError
 
     if address in ("auto", "local"):
         return
@@ -235,7 +232,6 @@ def check_ray_address(address: str) -> None:
 def _ray_results(args: list[tuple], address: str, on_bag_done) -> Iterator[dict]:
     """Connect (errors raised here, before any bag is converted) and start every bag as a Ray task;
     the iterator of their results in bag order."""
-    from .bag_import import BagImportError
 
     try:
         import ray
@@ -256,8 +252,6 @@ def _ray_results(args: list[tuple], address: str, on_bag_done) -> Iterator[dict]
 
 
 def _ray_in_order(ray, refs: list, args: list[tuple], on_bag_done) -> Iterator[dict]:
-    from .bag_import import BagImportError
-
     done = 0
     try:
         for i, ref in enumerate(refs):

@@ -15,7 +15,7 @@ from rosbags.rosbag2 import StoragePlugin, Writer
 
 from lerobot_core.contract import Contract, ContractError
 from lerobot_recorder import bag_io
-from lerobot_recorder.bag_import import main as bag_import_main
+from lerobot_recorder.bag_import_cli import main as bag_import_main
 from lerobot_recorder.dataset import DatasetError, DatasetReader, DatasetWriter
 from lerobot_recorder.dataset.depth import QMAX, DepthQuantizer
 

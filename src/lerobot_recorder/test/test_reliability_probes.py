@@ -21,7 +21,7 @@ import pytest
 from rosbags.rosbag2 import StoragePlugin, Writer
 
 from lerobot_recorder import bag_io
-from lerobot_recorder.bag_import import main as bag_import
+from lerobot_recorder.bag_import_cli import main as bag_import
 from lerobot_recorder.dataset import DatasetError, DatasetWriter
 from lerobot_recorder.dataset_info import main as dataset_info
 from lerobot_recorder.dataset_push import main as dataset_push
