@@ -24,38 +24,33 @@ cleanup/shutdown finalize the dataset.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
-from dataclasses import dataclass
-from functools import partial
 
-import rclpy
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from builtin_interfaces.msg import Time
+from rclpy.action import ActionServer, CancelResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.clock import Clock, ClockType
 from rclpy.duration import Duration
 from rclpy.exceptions import InvalidHandle
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy_impl
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
-from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
-from rclpy.task import Future
 from std_msgs.msg import Header
 from std_srvs.srv import Trigger
 
 from lerobot_core.contract import Contract, ContractError
 from lerobot_core.ros import qos
 from lerobot_core.ros.device import message_class
-from lerobot_core.ros.node import run_node
-from lerobot_core.ros.params import declare
+from lerobot_core.ros.node import publish_unless_shut_down, run_node
+from lerobot_core.time import NS_PER_S, ns_to_stamp
 from lerobot_msgs.action import RecordEpisode
-from lerobot_msgs.msg import EpisodeInfo, RecorderStatus, StreamStatus
+from lerobot_msgs.msg import EpisodeInfo, RecorderStatus
 from lerobot_msgs.srv import StartEpisode
-from lerobot_recorder.dataset import DatasetError
-from lerobot_recorder.dataset.depth import X265_PRESETS, check_lerobot_version
-from lerobot_recorder.episode_control import EpisodeConfig, EpisodeError, State, check_episode_boundaries
-from lerobot_recorder.live_recorder import MODES, LiveConfig, LiveRecorder, NoMessageYetError, RecorderError
+from lerobot_recorder.episode_control import EpisodeError, State
+from lerobot_recorder.live_recorder import LiveRecorder, NoMessageYetError, RecorderError
+from lerobot_recorder.recorder_params import RecorderNodeConfig, declare_parameters, read_config
+from lerobot_recorder.recorder_requests import RecorderRequests, stream_msg
 
 # the lockstep sim's acknowledgement topic (lerobot_sim.bridge_base: TICK_ACK_TOPIC, TICK_ACK_RELEASE)
 TICK_ACK_TOPIC = "sim/tick_ack"
@@ -63,37 +58,13 @@ TICK_ACK_RELEASE_SEC = 2**31 - 1
 QOS_TICK_ACK = qos.RELIABLE
 QOS_STATUS = qos.LATCHED
 QOS_IMAGES = qos.SENSOR
-# joint states / commands: reliable, a short queue absorbs bursts without growing stale
-QOS_RELIABLE = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
+QOS_RELIABLE = qos.RECORDED
 
 
-@dataclass(frozen=True)
-class RecorderNodeConfig:
-    contract: str
-    live: LiveConfig
-    auto_record: bool
-    exit_when_done: bool
-    status_rate_hz: float
-    tick_ack: bool = False
-
-
-def resolve_contract_path(value: str) -> str:
-    """A contract file path, or the name of an installed one (share/lerobot_recorder/config/contracts/)."""
-    if os.path.exists(value) or "/" in value:
-        return value
-    names = [value] if value.endswith((".yaml", ".yml")) else [value + ".yaml", value]
-    for prefix in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
-        for name in names:
-            path = os.path.join(prefix, "share", "lerobot_recorder", "config", "contracts", name)
-            if prefix and os.path.isfile(path):
-                return path
-    return value
-
-
-class RecorderNode(LifecycleNode):
+class RecorderNode(RecorderRequests, LifecycleNode):
     def __init__(self, **kwargs):
         super().__init__("recorder", **kwargs)
-        self._declare_parameters()
+        declare_parameters(self)
         self.recorder: LiveRecorder | None = None
         self.cfg: RecorderNodeConfig | None = None
         self._subs = []
@@ -140,145 +111,10 @@ class RecorderNode(LifecycleNode):
         )
         self._publish_status()
 
-    # ------------------------------------------------------------------ parameters
-    def _declare_parameters(self) -> None:
-        p = partial(declare, self)
-
-        p("autostart", False, "configure and activate right after start")
-        p("contract", "", "mapping contract YAML, or the name of an installed one (so101_one_camera)")
-        p("dataset_root", "", "dataset folder: new/empty, or an existing dataset with resume:=true")
-        p("resume", False, "append to the existing dataset in dataset_root")
-        p("mode", "dataset", "dataset | raw (mcap bags only) | both")
-        p("raw_dir", "", "folder of per-episode raw mcap bags (default: <dataset_root>_raw)")
-        p("task", "", "task text of each episode (overrides the contract's fixed task when set)")
-        p("episode_time_s", 60.0, "episode length [s] (> 0); with episode_boundaries sim: the longest one")
-        p(
-            "episode_boundaries",
-            "time",
-            "time: an episode lasts episode_time_s | sim: an episode is one simulation episode, from the "
-            "sim's reset to the step it reports done (success or truncation), read on episode_info_topic",
-            read_only=True,
-        )
-        p(
-            "episode_info_topic",
-            "sim/episode_info",
-            "episode_boundaries sim: the sim's lerobot_msgs/EpisodeInfo topic",
-        )
-        p("reset_time_s", 60.0, "reset period after each episode [s]; 0 = none")
-        p("num_episodes", 50, "episodes a session records (auto_record)", range=(1, 1_000_000))
-        p("auto_record", False, "on activate, record num_episodes episodes like lerobot-record")
-        p("exit_when_done", False, "exit (code 0) once the session is recorded and the dataset finalized")
-        p("streams", [""], "record only these features / topics of the contract ([''] = all)")
-        p("non_finite", "refuse", "a message holding NaN or inf: refuse (fail the episode) | drop (skip it)")
-        p("vcodec", "libsvtav1", "video codec (libsvtav1, libx264, h264, ...)")
-        p("crf", 30, "video quality (lower = better, bigger)", range=(0, 63))
-        p(
-            "lerobot_version",
-            "0.6",
-            "LeRobot version the dataset is for: 0.6 (default) or 0.4.4; depth cameras need 0.6",
-        )
-        p(
-            "depth_preset",
-            "",
-            "libx265 preset of depth cameras ('' = its default, as LeRobot 0.6; ultrafast ~5x faster, "
-            "same depth: the encoding is lossless)",
-        )
-        p(
-            "preset",
-            "",
-            "encoder preset: svt-av1 0-13, x264 ultrafast..veryslow; '' = LeRobot 0.4.4's quality (svt-av1 10)",
-        )
-        p(
-            "encoder_queue_size",
-            30,
-            "frames each camera encoder may queue before backpressure",
-            range=(1, 10000),
-        )
-        p("latency_margin_s", 0.1, "ticks older than now - margin are settled [s]", range=(0.0, 10.0))
-        p("rate_tolerance", 0.9, "a stream is below rate under tolerance x expected rate", range=(0.01, 1.0))
-        p(
-            "max_ingest_mb",
-            512.0,
-            "queued message bytes before the oldest are dropped (reported)",
-            range=(1.0, 1e6),
-        )
-        p("status_rate_hz", 1.0, "periodic recorder/status rate [Hz]", range=(0.1, 50.0))
-        p(
-            "tick_ack",
-            False,
-            "lockstep: acknowledge on sim/tick_ack each sim tick taken in (a sim listing this node in "
-            "required_consumers then waits for the recorder; use with use_sim_time:=true)",
-        )
-        p("repo_id", "", "Hugging Face Hub dataset id <user or org>/<name> (for push_to_hub)")
-        p(
-            "push_to_hub",
-            False,
-            "exit_when_done: push the finalized dataset to repo_id (lerobot-ros-dataset-push)",
-        )
-        p("private", False, "push_to_hub: create the Hub repo private")
-
-    def _read_config(self) -> RecorderNodeConfig:
-        g = self.get_parameter
-        contract = resolve_contract_path(str(g("contract").value))
-        if not contract:
-            raise RecorderError("parameter 'contract' is empty: give the mapping contract YAML")
-        root = str(g("dataset_root").value)
-        mode = str(g("mode").value)
-        if mode not in MODES:
-            raise RecorderError(f"parameter 'mode' must be one of {MODES}, got {mode!r}")
-        if not root and not (mode == "raw" and g("raw_dir").value):
-            raise RecorderError("parameter 'dataset_root' is empty: give the dataset folder")
-        streams = tuple(s for s in g("streams").value if s)
-        try:
-            check_lerobot_version(str(g("lerobot_version").value))
-        except DatasetError as exc:
-            raise RecorderError(f"parameter 'lerobot_version': {exc}") from None
-        if str(g("depth_preset").value) not in ("", *X265_PRESETS):
-            raise RecorderError(
-                f"parameter 'depth_preset' must be '' or one of {', '.join(X265_PRESETS)}, "
-                f"got {g('depth_preset').value!r}"
-            )
-        boundaries = check_episode_boundaries(str(g("episode_boundaries").value))
-        info_topic = self.resolve_topic_name(str(g("episode_info_topic").value))
-        episode = EpisodeConfig(
-            episode_time_s=float(g("episode_time_s").value),
-            reset_time_s=float(g("reset_time_s").value),
-            num_episodes=int(g("num_episodes").value),
-            task=str(g("task").value),
-        )
-        live = LiveConfig(
-            dataset_root=root or str(g("raw_dir").value),
-            mode=mode,
-            raw_dir=str(g("raw_dir").value),
-            resume=bool(g("resume").value),
-            vcodec=str(g("vcodec").value),
-            crf=int(g("crf").value),
-            preset=str(g("preset").value),
-            lerobot_version=str(g("lerobot_version").value),
-            depth_preset=str(g("depth_preset").value),
-            encoder_queue_size=int(g("encoder_queue_size").value),
-            episode=episode,
-            latency_margin_s=float(g("latency_margin_s").value),
-            rate_tolerance=float(g("rate_tolerance").value),
-            max_ingest_mb=float(g("max_ingest_mb").value),
-            streams=streams,
-            episode_boundaries=boundaries,
-            episode_info_topic=info_topic,
-            non_finite=str(g("non_finite").value),
-        )
-        return RecorderNodeConfig(
-            contract=contract,
-            live=live,
-            auto_record=bool(g("auto_record").value),
-            exit_when_done=bool(g("exit_when_done").value),
-            status_rate_hz=float(g("status_rate_hz").value),
-            tick_ack=bool(g("tick_ack").value),
-        )
-
     # ------------------------------------------------------------------ lifecycle
     def on_configure(self, state) -> TransitionCallbackReturn:
         try:
-            cfg = self._read_config()
+            cfg = read_config(self)
             contract = Contract.load(cfg.contract)
             if not cfg.live.episode.task and not contract.task_text and not contract.task_topic:
                 raise RecorderError("no task: set the 'task' parameter or a task in the contract")
@@ -291,7 +127,9 @@ class RecorderNode(LifecycleNode):
                 decode=self._decode,
                 clock=lambda: self.get_clock().now().nanoseconds,
                 # episode and reset lengths, rate checks: in sim time when the sim is the clock
-                monotonic=(lambda: self.get_clock().now().nanoseconds / 1e9) if sim_time else time.monotonic,
+                monotonic=(lambda: self.get_clock().now().nanoseconds / NS_PER_S)
+                if sim_time
+                else time.monotonic,
                 logger=_RosLogger(self.get_logger()),
                 on_change=self._publish_status,
                 on_taken=self._acknowledge if cfg.tick_ack else None,
@@ -385,9 +223,7 @@ class RecorderNode(LifecycleNode):
 
     def _acknowledge(self, stamp_ns: int) -> None:
         """From the worker: every required stamped stream has been taken in up to ``stamp_ns``."""
-        msg = Header(frame_id=self.get_name())
-        msg.stamp.sec, msg.stamp.nanosec = divmod(int(stamp_ns), 1_000_000_000)
-        self._publish_ack(msg)
+        self._publish_ack(Header(frame_id=self.get_name(), stamp=ns_to_stamp(stamp_ns, Time)))
 
     def release_sim(self) -> None:
         """Tell a lockstep sim that this recorder needs no more ticks (it finished; not a death)."""
@@ -405,10 +241,7 @@ class RecorderNode(LifecycleNode):
     def _publish_ack(self, msg: Header) -> None:
         if self._ack_pub is None:
             return
-        try:
-            self._ack_pub.publish(msg)
-        except (_rclpy_impl.RCLError, InvalidHandle):  # shutting down
-            pass
+        publish_unless_shut_down(self._ack_pub, msg, self.context)
 
     def _teardown(self, destroy_subscriptions: bool = True) -> None:
         self._active = False
@@ -438,156 +271,6 @@ class RecorderNode(LifecycleNode):
 
     def _decode(self, topic: str, data: bytes):
         return deserialize_message(data, self._types[topic])
-
-    # ------------------------------------------------------------------ requests
-    def _ready(self) -> str | None:
-        if self.recorder is None:
-            return f"the recorder is not configured{': ' + self._error if self._error else ''}"
-        if not self._active:
-            return "the recorder is not active (activate it, or start it with autostart:=true)"
-        return None
-
-    def _wait(self, cfut):
-        """An rclpy Future that completes (waking the executor) when the worker's future does."""
-        rfut = Future(executor=self.executor)
-        rfut.add_done_callback(lambda _f: None)  # a done callback makes set_result wake the executor
-
-        def relay(cf):
-            exc = cf.exception()
-            if exc is not None:
-                rfut.set_exception(exc)
-            else:
-                rfut.set_result(cf.result())
-
-        cfut.add_done_callback(relay)
-        return rfut
-
-    async def _sleep(self, seconds: float) -> None:
-        rfut = Future(executor=self.executor)
-        rfut.add_done_callback(lambda _f: None)
-        timer = threading.Timer(seconds, lambda: rfut.set_result(None))
-        timer.daemon = True
-        timer.start()
-        await rfut
-
-    async def _srv_start(self, req, resp):
-        problem = self._ready()
-        if problem:
-            resp.success, resp.message, resp.episode_index = False, problem, -1
-            return resp
-        try:
-            out = await self._wait(
-                self.recorder.request(
-                    "start", task=req.task, episode_time_s=req.episode_time_s, reset_time_s=-1.0
-                )
-            )
-            resp.success, resp.episode_index = True, int(out["episode_index"])
-            resp.message = f"recording episode {out['episode_index']}"
-        except Exception as exc:  # the message goes back to the caller
-            resp.success, resp.message = False, str(exc)
-            resp.episode_index = -1
-        return resp
-
-    async def _trigger(self, command: str, resp):
-        problem = self._ready() if command != "finalize" or self.recorder is None else None
-        if problem:
-            resp.success, resp.message = False, problem
-            return resp
-        try:
-            out = await self._wait(self.recorder.request(command))
-            resp.success = True
-            resp.message = str(out.get("message", "") or f"{command} done")
-        except Exception as exc:
-            resp.success, resp.message = False, str(exc)
-        return resp
-
-    async def _srv_stop(self, req, resp):
-        return await self._trigger("stop", resp)
-
-    async def _srv_discard(self, req, resp):
-        return await self._trigger("discard", resp)
-
-    async def _srv_finalize(self, req, resp):
-        return await self._trigger("finalize", resp)
-
-    # ------------------------------------------------------------------ action
-    def _goal(self, goal) -> GoalResponse:
-        if self._ready() is not None:
-            self.get_logger().warning(f"record_episode rejected: {self._ready()}")
-            return GoalResponse.REJECT
-        return GoalResponse.ACCEPT
-
-    async def _execute_record(self, goal_handle):
-        g = goal_handle.request
-        result = RecordEpisode.Result()
-        rec = self.recorder
-        try:
-            if rec is None:
-                raise RecorderError(self._ready() or "not configured")
-            out = await self._wait(
-                rec.request(
-                    "start", task=g.task, episode_time_s=g.episode_time_s, reset_time_s=g.reset_time_s
-                )
-            )
-        except Exception as exc:
-            result.result_code = RecordEpisode.Result.RESULT_ERROR
-            result.message = str(exc)
-            goal_handle.abort()
-            return result
-        seq = int(out["seq"])
-        outcome_fut = rec.outcome_future(seq)
-        cancel_sent = False
-        period = 0.2
-        while True:
-            snap = rec.snapshot()
-            if goal_handle.is_cancel_requested and not cancel_sent:
-                cancel_sent = True
-                cmd = "discard" if g.discard_on_cancel and snap.state == State.RECORDING else "stop"
-                try:
-                    await self._wait(rec.request(cmd))
-                except RecorderError:  # the episode may have ended by itself meanwhile
-                    pass
-                if outcome_fut.done() and rec.snapshot().state == State.RESETTING:
-                    try:
-                        await self._wait(rec.request("stop"))  # also end the reset period
-                    except RecorderError:  # the reset period ended by itself meanwhile
-                        pass
-            fb = RecordEpisode.Feedback()
-            fb.state = int(snap.state)
-            fb.frames = int(snap.frames)
-            fb.elapsed_s = float(snap.elapsed_s)
-            fb.dropped_ticks = int(snap.dropped_ticks)
-            fb.encoder_backlog = int(snap.encoder_backlog)
-            fb.streams = [_stream_msg(h) for h in snap.streams]
-            goal_handle.publish_feedback(fb)
-            # the episode is over; the goal ends with its reset period (unless a new one started)
-            if outcome_fut.done() and (
-                snap.state != State.RESETTING or snap.episode_seq != seq or cancel_sent
-            ):
-                break
-            if not rclpy.ok(context=self.context):
-                break
-            await self._sleep(period)
-        if not outcome_fut.done():
-            result.result_code = RecordEpisode.Result.RESULT_ERROR
-            result.message = "shut down before the episode ended"
-            goal_handle.abort()
-            return result
-        oc = outcome_fut.result()
-        result.result_code = oc.result_code
-        result.message = oc.message
-        result.episode_index = int(oc.episode_index)
-        result.frames = int(oc.frames)
-        result.dropped_ticks = int(oc.dropped_ticks)
-        result.duration_s = float(oc.duration_s)
-        result.streams = [_stream_msg(h) for h in oc.streams]
-        if goal_handle.is_cancel_requested:
-            goal_handle.canceled()
-        elif oc.result_code == RecordEpisode.Result.RESULT_ERROR:
-            goal_handle.abort()
-        else:
-            goal_handle.succeed()
-        return result
 
     # ------------------------------------------------------------------ status
     def _status_tick(self) -> None:
@@ -668,32 +351,12 @@ class RecorderNode(LifecycleNode):
             msg.episode_time_s = float(snap.episode_time_s)
             msg.dropped_ticks = int(snap.dropped_ticks)
             msg.encoder_backlog = int(snap.encoder_backlog)
-            msg.streams = [_stream_msg(h) for h in snap.streams]
-        try:
-            self._status_pub.publish(msg)
-        except (
-            _rclpy_impl.RCLError,
-            InvalidHandle,
-        ):  # shutting down: the context or publisher is already gone
-            pass
+            msg.streams = [stream_msg(h) for h in snap.streams]
+        publish_unless_shut_down(self._status_pub, msg, self.context)
 
     @property
     def exit_code(self) -> int | None:
         return self._exit_code
-
-
-def _stream_msg(h) -> StreamStatus:
-    m = StreamStatus()
-    m.name = h.name
-    m.topic = h.topic
-    m.expected_rate_hz = float(h.expected_rate_hz)
-    m.measured_rate_hz = float(h.measured_rate_hz)
-    m.received = int(h.received)
-    m.dropped_ticks = int(h.dropped_ticks)
-    m.age_s = float(h.age_s)
-    m.stale = bool(h.stale)
-    m.rate_ok = bool(h.rate_ok)
-    return m
 
 
 class _RosLogger:

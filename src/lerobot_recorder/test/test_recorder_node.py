@@ -438,7 +438,7 @@ def test_keyboard_control_in_a_terminal(tmp_path, ros_node):
 
 
 def test_contract_parameter_accepts_installed_names():
-    from lerobot_recorder.recorder_node import resolve_contract_path
+    from lerobot_recorder.recorder_params import resolve_contract_path
 
     path = resolve_contract_path("so101_one_camera")
     assert path.endswith("share/lerobot_recorder/config/contracts/so101_one_camera.yaml")

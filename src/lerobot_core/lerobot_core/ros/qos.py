@@ -12,6 +12,9 @@ SENSOR = qos_profile_sensor_data
 IMAGES = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
 # joint states, commands, diagnostics: reliable, a shallow queue absorbs bursts without growing stale
 RELIABLE = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+# streams a recorder takes in (joint states, commands): reliable, a deeper queue absorbs a busy moment
+# of the writer without a lost sample
+RECORDED = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
 # only the newest message counts (a command, a leader arm's state)
 LATEST = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
 # state a late joiner must still get (robot description, node status, metadata): transient local depth 1
