@@ -27,7 +27,8 @@ from lerobot_recorder import bag_io
 from lerobot_recorder.bag_import import import_bags
 from lerobot_recorder.dataset import DatasetWriter
 from lerobot_recorder.episode_control import EpisodeConfig
-from lerobot_recorder.live_recorder import RESULT_SAVED, LiveConfig, LiveRecorder
+from lerobot_recorder.live_recorder import LiveConfig, LiveRecorder
+from lerobot_recorder.live_types import RESULT_SAVED
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 CHECK = FIXTURES / "check_with_lerobot.py"

@@ -14,8 +14,6 @@ from lerobot_core.contract import Contract
 from lerobot_recorder.dataset import DatasetReader, DatasetWriter
 from lerobot_recorder.episode_control import EpisodeConfig, State
 from lerobot_recorder.live_recorder import (
-    RESULT_DISCARDED,
-    RESULT_SAVED,
     LiveConfig,
     LiveRecorder,
     NoMessageYetError,
@@ -24,6 +22,7 @@ from lerobot_recorder.live_recorder import (
     check_dataset_root,
     select_streams,
 )
+from lerobot_recorder.live_types import RESULT_DISCARDED, RESULT_SAVED
 from lerobot_recorder.rate_audit import AuditSpec, RateAudit
 from lerobot_recorder.raw_bag import RawBagError, RawRecording
 from lerobot_recorder.sim_seeds import next_seed, read_seeds

@@ -17,7 +17,8 @@ from rosbags.typesys import Stores, get_typestore
 from lerobot_core.contract import Contract, ContractError
 from lerobot_recorder.dataset import DatasetReader
 from lerobot_recorder.episode_control import EpisodeConfig
-from lerobot_recorder.live_recorder import RESULT_SAVED, LiveConfig, LiveRecorder
+from lerobot_recorder.live_recorder import LiveConfig, LiveRecorder
+from lerobot_recorder.live_types import RESULT_SAVED
 
 TS = get_typestore(Stores.ROS2_KILTED)
 HEADER = TS.types["std_msgs/msg/Header"]

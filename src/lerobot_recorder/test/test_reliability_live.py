@@ -19,7 +19,8 @@ from lerobot_recorder import bag_io
 from lerobot_recorder.dataset import DatasetReader
 from lerobot_recorder.dataset.check import check_dataset
 from lerobot_recorder.episode_control import EpisodeConfig, State
-from lerobot_recorder.live_recorder import RESULT_ERROR, RESULT_SAVED, LiveConfig, LiveRecorder, RecorderError
+from lerobot_recorder.live_recorder import LiveConfig, LiveRecorder, RecorderError
+from lerobot_recorder.live_types import RESULT_ERROR, RESULT_SAVED
 
 JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
 FRONT, WRIST = "/cameras/front/image_raw", "/cameras/wrist/image_raw"
