@@ -16,11 +16,14 @@ export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST
 echo "== ruff"
 ruff check .
 ruff format --check .
-# LeRobot-compat tests check us against the real LeRobot 0.4.4 and 0.6.1, each in a side venv (defaults:
-# ~/.cache/lerobot_ros/lerobot-<version>). Built here when missing; if one cannot be built, its tests fail
-# with the reason (never skip).
-export LEROBOT_REF_VENV="${LEROBOT_REF_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/lerobot_ros/lerobot-0.4.4}"
-export LEROBOT_REF_VENV_06="${LEROBOT_REF_VENV_06:-${XDG_CACHE_HOME:-$HOME/.cache}/lerobot_ros/lerobot-0.6.1}"
+# LeRobot-compat tests check us against the real LeRobot 0.4.4 and 0.6.1, each in a side venv (where:
+# the test plugin's ref_venv, ${XDG_CACHE_HOME:-~/.cache}/lerobot_ros/lerobot-<version> unless
+# LEROBOT_REF_VENV / LEROBOT_REF_VENV_06 say). Built here when missing; if one cannot be built, its tests
+# fail with the reason (never skip).
+ref_venv() { python -c "from lerobot_core.ros.testing.pytest_plugin import ref_venv; print(ref_venv('$1'))"; }
+LEROBOT_REF_VENV=$(ref_venv 0.4.4)
+LEROBOT_REF_VENV_06=$(ref_venv 0.6.1)
+export LEROBOT_REF_VENV LEROBOT_REF_VENV_06
 for version in 0.4.4 0.6.1; do
     if [ "$version" = 0.4.4 ]; then var=LEROBOT_REF_VENV; else var=LEROBOT_REF_VENV_06; fi
     echo "== LeRobot $version side venv: ${!var} (scripts/make-lerobot-ref-venv.sh builds it when missing)"

@@ -275,22 +275,6 @@ def _dump_depth_expected(root: Path, recorded: dict[str, list[np.ndarray]], rgb_
     np.savez(f"{root}.expected.npz", **out)
 
 
-def _python_of(lerobot_python: Path, version: str) -> Path:
-    """`lerobot_python`, which the plugin gives for `version` once it knows LeRobot versions. A plugin
-    that does not (one side venv, 0.4.4) leaves the test to take LeRobot `version`'s side venv as
-    scripts/make-lerobot-ref-venv.sh --version builds it ($LEROBOT_REF_VENV_06, else the cache's),
-    failing, never skipping, when it is not built."""
-    from lerobot_core.ros.testing import pytest_plugin
-
-    if hasattr(pytest_plugin, "LEROBOT_VERSIONS"):
-        return lerobot_python
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "lerobot_ros"
-    venv = Path(os.environ.get("LEROBOT_REF_VENV_06") or cache / f"lerobot-{version}")
-    if not (venv / ".ready").exists():
-        pytest.fail(f"the LeRobot {version} side venv {venv} is not built (scripts/make-lerobot-ref-venv.sh)")
-    return venv / "bin" / "python"
-
-
 def _valid_max_diff(image: np.ndarray, decoded: np.ndarray) -> float:
     ref = image.astype(np.float64)
     valid = np.isfinite(ref) & (ref > 0)
@@ -323,7 +307,7 @@ def test_lerobot_06_loads_depth_within_its_quantisation_error(tmp_path, lerobot_
         roots.append(str(root))
     env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}
     res = subprocess.run(
-        [str(_python_of(lerobot_python, lerobot_version)), str(CHECK_DEPTH), *roots],
+        [str(lerobot_python), str(CHECK_DEPTH), *roots],
         capture_output=True,
         text=True,
         timeout=400,
