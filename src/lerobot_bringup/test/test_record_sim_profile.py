@@ -1,4 +1,4 @@
-"""`lerobot-launch record_sim_so101`: sim in lockstep, scripted expert and recorder with
+"""`lerobot-launch record_sim_so101` (the README's main job, end to end): sim in lockstep, scripted expert and recorder with
 episode_boundaries sim. One dataset episode is one sim episode; num_episodes counts demonstrations."""
 
 import os
@@ -40,6 +40,10 @@ def test_record_sim_so101_records_one_sim_episode_per_dataset_episode(tmp_path):
     assert dropped == [0, 0, 0], log[-4000:]
     r = DatasetReader(tmp_path / "sim_ds")
     assert r.num_episodes == 3
+    assert set(r.camera_keys) == {"observation.images.front", "observation.images.wrist"}
+    frame = r[0]
+    assert frame["observation.state"].shape == (6,) and frame["action"].shape == (6,)
+    assert r.tasks == ["Pick up the cube and lift it"]
     for i, (_seed, steps) in enumerate(ended):
         state = np.asarray(r.episode(i)["observation.state"], dtype=np.float64)
         assert len(state) == steps + 1 == saved[i], (i, len(state), steps)
