@@ -29,7 +29,7 @@ setup(
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
         ("share/" + package_name, ["package.xml"] + glob("README.md")),
         ("bin", sorted(glob("bin/*"))),  # lerobot-* commands by name from install/setup.bash
-        *share_tree("launch", "config"),
+        *share_tree("launch", "config", "test/fixtures"),  # bringup's tests use the LeRobot checks
     ],
     install_requires=["setuptools"],
     extras_require={"test": ["pytest"]},  # lets `colcon test` run the pytest suite

@@ -10,20 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from lerobot_core.ament import share_path
 from lerobot_recorder.dataset import DatasetReader
 from lerobot_recorder.sim_seeds import read_seeds
 from lerobot_sim.envs.so101_cube import HOME_POSE
 
 pytestmark = pytest.mark.ros
 
-ACT_SMALL = (
-    Path(__file__).resolve().parents[2]
-    / "lerobot_policy_node"
-    / "test"
-    / "fixtures"
-    / "act_small"
-    / "pretrained_model"
-)
+ACT_SMALL = share_path("lerobot_policy_node") / "test" / "fixtures" / "act_small" / "pretrained_model"
 
 
 def test_hil_sim_profile_records_interventions_and_exits(tmp_path):

@@ -6,17 +6,16 @@ import importlib.util
 import os
 import subprocess
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from lerobot_core.ament import find_executable
+from lerobot_core.ament import find_executable, share_path
 from lerobot_recorder.dataset import DatasetReader
 
 pytestmark = pytest.mark.ros
 # check_with_lerobot.py: its accelerate stub and PyAV fallback decoder for LeRobot 0.4.4 here
-FIXTURES = Path(__file__).resolve().parents[2] / "lerobot_recorder" / "test" / "fixtures"
+FIXTURES = share_path("lerobot_recorder") / "test" / "fixtures"
 
 
 @pytest.fixture(scope="module")

@@ -10,22 +10,25 @@ def prefixes() -> list[str]:
     return [p for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
 
 
-def find_executable(package: str, executable: str) -> Path:
-    """`lib/<package>/<executable>` under the first prefix that has it; FileNotFoundError says where it looked."""
-    looked = []
-    pkg_found = False
+def share_path(package: str) -> Path:
+    """`share/<package>` under the first prefix whose ament index has `package` (what
+    `get_package_share_directory` gives); FileNotFoundError says how to get it."""
     for prefix in prefixes():
         if Path(prefix, "share", "ament_index", "resource_index", "packages", package).exists():
-            pkg_found = True
+            return Path(prefix, "share", package)
+    raise FileNotFoundError(
+        f"package '{package}' is not in the ament index (AMENT_PREFIX_PATH={os.environ.get('AMENT_PREFIX_PATH', '')!r});"
+        " build the workspace (./setup.sh) and `source env.sh`"
+    )
+
+
+def find_executable(package: str, executable: str) -> Path:
+    """`lib/<package>/<executable>` under the first prefix that has it; FileNotFoundError says where it looked."""
+    for prefix in prefixes():
         cand = Path(prefix, "lib", package, executable)
-        looked.append(str(cand))
         if cand.is_file() and os.access(cand, os.X_OK):
             return cand
-    if not pkg_found:
-        raise FileNotFoundError(
-            f"package '{package}' is not in the ament index (AMENT_PREFIX_PATH={os.environ.get('AMENT_PREFIX_PATH', '')!r});"
-            " build the workspace (./setup.sh) and `source env.sh`"
-        )
+    share_path(package)  # not in the ament index at all: says so, and how to get it
     available = sorted({f.name for p in prefixes() for f in Path(p, "lib", package).glob("*") if f.is_file()})
     raise FileNotFoundError(
         f"package '{package}' has no executable '{executable}' (available: {', '.join(available) or 'none'})"

@@ -1,13 +1,12 @@
 """robot_description_publisher and joint_state_tf as processes."""
 
-from pathlib import Path
-
 import pytest
 
+from lerobot_core.ament import share_path
 from lerobot_drivers.kinematics import parse_urdf
 
 pytestmark = pytest.mark.ros
-URDF = Path(__file__).resolve().parents[2] / "lerobot_bringup" / "urdf" / "so101.urdf"
+URDF = share_path("lerobot_bringup") / "urdf" / "so101.urdf"
 
 
 def test_description_is_latched_for_late_subscribers(ros_node):

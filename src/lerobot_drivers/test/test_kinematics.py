@@ -1,15 +1,15 @@
 """Forward kinematics of our SO-101 URDF against hand-computed poses, and URDF/robots.py agreement."""
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from lerobot_core.ament import share_path
 from lerobot_core.robots import get_robot_spec
 from lerobot_drivers.kinematics import UrdfError, parse_urdf, quaternion_xyzw, rpy_matrix
 
-URDF = Path(__file__).resolve().parents[2] / "lerobot_bringup" / "urdf" / "so101.urdf"
+URDF = share_path("lerobot_bringup") / "urdf" / "so101.urdf"
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from safetensors.torch import load_file, save_file
 
+from lerobot_core.ament import share_path
 from lerobot_sim.evaluation import (
     CheckpointPolicy,
     EvalSettings,
@@ -18,9 +19,7 @@ from lerobot_sim.evaluation import (
 from lerobot_sim.registration import SO101_CUBE_ID
 from lerobot_sim.session import SimSession, make_env
 
-ACT_FIXTURE = (
-    Path(__file__).resolve().parents[2] / "lerobot_policy_node/test/fixtures/act_small/pretrained_model"
-)
+ACT_FIXTURE = share_path("lerobot_policy_node") / "test" / "fixtures" / "act_small" / "pretrained_model"
 KWARGS = {"cameras": ["front"], "obs_type": "pixels_agent_pos", "image_width": 64, "image_height": 48}
 
 

@@ -12,13 +12,12 @@ import numpy as np
 import pytest
 import torch
 
+from lerobot_core.ament import share_path
 from lerobot_policy_node.runtime import UnsupportedPolicyError, read_policy_config
 from lerobot_policy_node.runtime.policy import LeRobotBackendPolicy, lerobot_available
 from lerobot_sim.evaluation import CheckpointPolicy, EvaluationError, make_policy
 
-DIFFUSION_FIXTURE = (
-    Path(__file__).resolve().parents[2] / "lerobot_policy_node" / "test" / "fixtures" / "diffusion_small"
-)
+DIFFUSION_FIXTURE = share_path("lerobot_policy_node") / "test" / "fixtures" / "diffusion_small"
 
 
 def _obs(t: int) -> dict[str, np.ndarray]:
@@ -157,7 +156,11 @@ def test_lerobot_backend_against_the_real_lerobot(lerobot_python, lerobot_versio
     env.update(PYTHONPATH=str(src / "lerobot_core"), HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf"))
     script = Path(__file__).parent / "fixtures" / "check_backend_history.py"
     out = subprocess.run(
-        [str(lerobot_python), str(script)], capture_output=True, text=True, env=env, timeout=850
+        [str(lerobot_python), str(script), str(DIFFUSION_FIXTURE)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=850,
     )
     print(out.stdout)
     assert out.returncode == 0, f"LeRobot {lerobot_version}:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"

@@ -5,11 +5,11 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from rclpy.action import ActionClient
 
+from lerobot_core.ament import share_path
 from lerobot_core.ros.testing import MessageCollector, RosProcess, wait_until
 from lerobot_msgs.action import EvaluatePolicy
 from lerobot_sim.eval_cli import make_transport_factory, resolve_env
@@ -141,14 +141,7 @@ def test_evaluate_policy_action(ros_node):
         assert wait_until(bad.done, 20) and not bad.result().accepted
 
 
-ACT_FIXTURE = (
-    Path(__file__).resolve().parents[2]
-    / "lerobot_policy_node"
-    / "test"
-    / "fixtures"
-    / "act_small"
-    / "pretrained_model"
-)
+ACT_FIXTURE = share_path("lerobot_policy_node") / "test" / "fixtures" / "act_small" / "pretrained_model"
 
 
 @pytest.mark.skipif(

@@ -6,11 +6,10 @@ src/lerobot_policy_node/test/fixtures/make_act_fixture.py (front camera 48x64 an
 layout).
 """
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
+from lerobot_core.ament import share_path
 from lerobot_sim.command import so101_safety
 from lerobot_sim.evaluation import (
     CheckpointPolicy,
@@ -23,14 +22,7 @@ from lerobot_sim.parity import compare
 from lerobot_sim.registration import SO101_CUBE_ID
 from lerobot_sim.session import SimSession, make_env
 
-ACT_FIXTURE = (
-    Path(__file__).resolve().parents[2]
-    / "lerobot_policy_node"
-    / "test"
-    / "fixtures"
-    / "act_small"
-    / "pretrained_model"
-)
+ACT_FIXTURE = share_path("lerobot_policy_node") / "test" / "fixtures" / "act_small" / "pretrained_model"
 pytestmark = pytest.mark.skipif(
     not ACT_FIXTURE.is_dir(), reason="lerobot_policy_node's ACT fixture is not in this tree"
 )

@@ -2,12 +2,12 @@
 
 import math
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import mujoco
 import numpy as np
 import pytest
 
+from lerobot_core.ament import share_path
 from lerobot_core.robots import get_robot_spec
 from lerobot_sim.so101_model import (
     JOINT_LIMITS,
@@ -64,7 +64,7 @@ def test_zero_pose_grasp_site_follows_the_table(model):
     assert data.site("grasp").xpos == pytest.approx(expected, abs=1e-9)
 
 
-URDF = Path(__file__).resolve().parents[2] / "lerobot_bringup" / "urdf" / "so101.urdf"
+URDF = share_path("lerobot_bringup") / "urdf" / "so101.urdf"
 
 
 @pytest.mark.skipif(not URDF.exists(), reason="lerobot_bringup/urdf/so101.urdf is not in this tree")
