@@ -5,7 +5,6 @@ writes the episodes with complementary_info.is_intervention, and the graph exits
 import os
 import re
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -98,17 +97,18 @@ def test_hil_nodes_config_defaults_and_profile_parameters():
     from lerobot_policy_node.control_arbiter_node import ControlArbiterNode
     from lerobot_sim.corrective_human_node import CorrectiveHumanNode
 
-    src = Path(__file__).resolve().parents[2]
     declared = {
         "control_arbiter": _declared(ControlArbiterNode),
         "corrective_human": _declared(CorrectiveHumanNode),
     }
     for pkg, exe in (("lerobot_policy_node", "control_arbiter"), ("lerobot_sim", "corrective_human")):
-        params = yaml.safe_load((src / pkg / "config" / f"{exe}.yaml").read_text())[exe]["ros__parameters"]
+        params = yaml.safe_load((share_path(pkg) / "config" / f"{exe}.yaml").read_text())[exe][
+            "ros__parameters"
+        ]
         assert params == declared[exe], exe
     for name in ("hil", "hil_sim_so101"):
         profile = load_profile(
-            src / "lerobot_bringup" / "profiles" / f"{name}.yaml", share_lookup=lambda p: f"/{p}"
+            share_path("lerobot_bringup") / "profiles" / f"{name}.yaml", share_lookup=lambda p: f"/{p}"
         )
         for node in profile.nodes:
             if node.executable in declared:

@@ -89,7 +89,7 @@ def test_profile_nodes_and_parameters_exist(name, declared):
 
 @pytest.mark.parametrize(("package", "exe", "file"), CONFIGS)
 def test_config_defaults_equal_the_declared_defaults(package, exe, file, declared):
-    params = yaml.safe_load((SRC / package / "config" / file).read_text())[exe]["ros__parameters"]
+    params = yaml.safe_load((share_path(package) / "config" / file).read_text())[exe]["ros__parameters"]
     assert params == {k: v for k, v in declared[exe].items()}
 
 
