@@ -1,5 +1,10 @@
 """pytest plugin (auto-loaded through the `pytest11` entry point of lerobot_core).
 
+It changes the environment only for this project's test runs: the rootdir lies in a lerobot_ros
+checkout (a folder holding src/lerobot_core/package.xml), or LEROBOT_ROS_TEST_PLUGIN=1 asks for it.
+Any other pytest run where lerobot_core is installed keeps its own ROS_DOMAIN_ID (the fixtures stay
+available to it).
+
 * Gives this pytest process its own ROS_DOMAIN_ID, reserved with a lock file so concurrent pytest
   processes on the machine never share one, and forces DDS discovery onto localhost.
 * Every test module then gets a fresh domain of its own (the previous one is released): what one
@@ -68,27 +73,44 @@ def reserve_domain_id(lock_dir: Path = _LOCK_DIR) -> int:
     raise RuntimeError(f"no free ROS_DOMAIN_ID in {_DOMAIN_RANGE.start}..{_DOMAIN_RANGE.stop - 1}")
 
 
+_active = False  # set by pytest_configure: this is one of the project's test runs
+
+
+def in_this_project(rootpath: Path) -> bool:
+    """A run of this project's tests: `rootpath` is in a lerobot_ros checkout, or the variable asks."""
+    if os.environ.get("LEROBOT_ROS_TEST_PLUGIN") == "1":
+        return True
+    return any((d / "src" / "lerobot_core" / "package.xml").is_file() for d in (rootpath, *rootpath.parents))
+
+
 def pytest_configure(config):
+    global _active
+    config.addinivalue_line("markers", "ros: needs rclpy and DDS (loopback, per-module ROS_DOMAIN_ID)")
+    _active = in_this_project(Path(config.rootpath).resolve())
+    if not _active:
+        return
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     os.environ["ROS_DOMAIN_ID"] = str(reserve_domain_id())
     os.environ.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
-    config.addinivalue_line("markers", "ros: needs rclpy and DDS (loopback, per-module ROS_DOMAIN_ID)")
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _module_ros_domain():
     """A fresh ROS_DOMAIN_ID for each test module (autouse: set before the module's own fixtures)."""
-    os.environ["ROS_DOMAIN_ID"] = str(reserve_domain_id())
+    if _active:
+        os.environ["ROS_DOMAIN_ID"] = str(reserve_domain_id())
     yield
 
 
 def pytest_report_header(config):
+    if not _active:
+        return None
     return f"lerobot_ros: ROS_DOMAIN_ID={os.environ['ROS_DOMAIN_ID']} ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST"
 
 
 @pytest.fixture
 def ros_domain_id() -> int:
-    return int(os.environ["ROS_DOMAIN_ID"])
+    return int(os.environ.get("ROS_DOMAIN_ID", "0"))
 
 
 @pytest.fixture
