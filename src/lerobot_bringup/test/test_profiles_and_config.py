@@ -2,6 +2,7 @@
 
 import ast
 import os
+from importlib.metadata import distribution
 from pathlib import Path
 
 import pytest
@@ -18,8 +19,6 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 
 BRINGUP = Path(__file__).resolve().parents[1]
-SRC = BRINGUP.parent
-SIM = SRC / "lerobot_sim"
 PROFILES = ["sim_so101", "sim_so101_robot", "sim_gym_pusht", "sim_gym_aloha"]
 # every node with a defaults file: (package, executable, config/<file>)
 CONFIGS = [
@@ -72,10 +71,13 @@ def declared():
 @pytest.mark.parametrize("name", PROFILES)
 def test_profile_nodes_and_parameters_exist(name, declared):
     profile = load_profile(BRINGUP / "profiles" / f"{name}.yaml", share_lookup=lambda pkg: f"/share/{pkg}")
-    setup = (SIM / "setup.py").read_text()
+    # the executables lerobot_sim installs (its console scripts), as the installed package says
+    installed = {
+        e.name: e.value for e in distribution("lerobot_sim").entry_points if e.group == "console_scripts"
+    }
     for node in profile.nodes:
         assert node.package == "lerobot_sim"
-        assert f'"{node.executable} = lerobot_sim.' in setup
+        assert installed.get(node.executable, "").startswith("lerobot_sim."), node.executable
         unknown = set(node.parameters) - set(declared[node.executable])
         assert not unknown, f"{name}: {node.name} sets undeclared parameter(s) {sorted(unknown)}"
     wrapper = ast.parse((BRINGUP / "launch" / f"{name}.launch.py").read_text())
