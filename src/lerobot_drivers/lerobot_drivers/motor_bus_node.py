@@ -10,13 +10,13 @@ reconnect_period_s, and the arm resumes holding its present position.
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from dataclasses import dataclass
 from functools import partial
 from typing import Optional
 
+import numpy as np
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
@@ -25,13 +25,14 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool
 from trajectory_msgs.msg import JointTrajectory
 
+from lerobot_core.joint_map import index_plan
 from lerobot_core.rate import RateMeter
 from lerobot_core.robots import get_robot_spec
 from lerobot_core.ros import qos
 from lerobot_core.ros.node import autostart_timer, publish_unless_shut_down, run_node
 from lerobot_core.ros.params import declare
 from lerobot_core.time import seconds_to_stamp
-from lerobot_drivers.arm import ArmBus, CommandError, JointSample
+from lerobot_drivers.arm import ArmBus, JointSample
 from lerobot_drivers.bus import BusError, BusTimeoutError, PortError
 from lerobot_drivers.calibration import (
     CalibrationError,
@@ -98,7 +99,6 @@ class MotorBusNode(LifecycleNode):
         self._port_unreachable = False
         names = [self.cfg.joint_prefix + n for n in self.spec.joint_names]
         self._names = names
-        self._to_spec = dict(zip(names, self.spec.joint_names, strict=False))
         self.pub_js = self.create_lifecycle_publisher(JointState, "joint_states", qos.RELIABLE)
         self.pub_lr = (
             self.create_lifecycle_publisher(JointState, "joint_states_lerobot", qos.RELIABLE)
@@ -407,19 +407,19 @@ class MotorBusNode(LifecycleNode):
             self.destroy_subscription(sub)
         self._cmd_subs = []
 
-    def _accept(self, targets: dict[str, float], source: str) -> None:
-        try:
-            spec_targets = {}
-            for name, value in targets.items():
-                if name not in self._to_spec:
-                    raise CommandError(f"unknown joint {name!r}; joints: {', '.join(self._names)}")
-                if not math.isfinite(value):
-                    raise CommandError(f"non-finite target {value} for joint {name!r}")
-                spec_targets[self._to_spec[name]] = float(value)
-        except CommandError as exc:
+    def _accept(self, names, values, source: str) -> None:
+        plan = index_plan(names, self._names)
+        values = plan.take(values)
+        bad = np.flatnonzero(~np.isfinite(values))
+        if plan.unknown:
+            why = f"unknown joint {plan.unknown[0]!r}; joints: {', '.join(self._names)}"
+        elif bad.size:
+            why = f"non-finite target {values[bad[0]]} for joint {self._names[plan.dst[bad[0]]]!r}"
+        if plan.unknown or bad.size:
             self._stats["rejected_commands"] += 1
-            self.get_logger().warning(f"{source}: {exc}; command rejected", throttle_duration_sec=1.0)
+            self.get_logger().warning(f"{source}: {why}; command rejected", throttle_duration_sec=1.0)
             return
+        spec_targets = {self.spec.joint_names[j]: float(v) for j, v in zip(plan.dst, values, strict=True)}
         with self._lock:
             merged = dict(self._target or {})
             merged.update(spec_targets)
@@ -434,7 +434,7 @@ class MotorBusNode(LifecycleNode):
                 throttle_duration_sec=1.0,
             )
             return
-        self._accept(dict(zip(msg.name, msg.position, strict=False)), "joint_commands")
+        self._accept(msg.name, msg.position, "joint_commands")
 
     def _on_array_cmd(self, msg: Float64MultiArray) -> None:
         if len(msg.data) != len(self._names):
@@ -445,7 +445,7 @@ class MotorBusNode(LifecycleNode):
                 throttle_duration_sec=1.0,
             )
             return
-        self._accept(dict(zip(self._names, msg.data, strict=False)), "forward_position_controller/commands")
+        self._accept(self._names, msg.data, "forward_position_controller/commands")
 
     def _on_trajectory_cmd(self, msg: JointTrajectory) -> None:
         if not msg.points or len(msg.points[0].positions) != len(msg.joint_names):
@@ -459,7 +459,7 @@ class MotorBusNode(LifecycleNode):
             self.get_logger().warning(
                 "joint_trajectory: only the first point is used", throttle_duration_sec=5.0
             )
-        self._accept(dict(zip(msg.joint_names, msg.points[0].positions, strict=False)), "joint_trajectory")
+        self._accept(msg.joint_names, msg.points[0].positions, "joint_trajectory")
 
     # ------------------------------------------------------------- bus loop
     def _bus_loop(self) -> None:

@@ -42,6 +42,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 from std_srvs.srv import SetBool, Trigger
 
+from lerobot_core.joint_map import index_plan
 from lerobot_core.realtime import process_threads, set_fifo
 from lerobot_core.robots import get_robot_spec
 from lerobot_core.ros.node import autostart_timer, publish_unless_shut_down, run_node
@@ -96,7 +97,7 @@ class ControlArbiterNode(LifecycleNode):
         super().__init__("control_arbiter", **kwargs)
         self.cfg = self._read_parameters()
         names = list(self.cfg.joint_names)
-        self._index = {n: i for i, n in enumerate(names)}
+        self._joints = tuple(names)
         self._key_map = parse_key_map(self.cfg.pedal_keys, COMMANDS) if self.cfg.pedal_device else {}
         self.arbiter = Arbiter(
             ArbiterConfig(
@@ -414,12 +415,9 @@ class ControlArbiterNode(LifecycleNode):
     def _vector(self, msg: JointState) -> np.ndarray | None:
         if len(msg.position) != len(msg.name):
             return None
-        out = np.full(len(self._index), np.nan)
-        for name, value in zip(msg.name, msg.position, strict=False):
-            i = self._index.get(name)
-            if i is not None:
-                out[i] = value
-        return out if np.all(np.isfinite(out)) else None
+        plan = index_plan(msg.name, self._joints)
+        out = plan.gather(msg.position) if plan.complete else None
+        return out if out is not None and np.all(np.isfinite(out)) else None
 
     def _on_joint_states(self, msg: JointState) -> None:
         v = self._vector(msg)

@@ -18,6 +18,7 @@ import numpy as np
 
 from lerobot_core import units
 from lerobot_core.alignment import Aligner, DroppedTick, StreamSpec
+from lerobot_core.joint_map import index_plan
 from lerobot_core.topics import camera_name  # noqa: F401 (the policy's image keys name the camera topics)
 
 STATE_KEY = "observation.state"
@@ -65,7 +66,6 @@ class ObservationSpec:
 class ObservationBuilder:
     def __init__(self, spec: ObservationSpec):
         self.spec = spec
-        self._index = {n: i for i, n in enumerate(spec.state_names)}
         self._seen: np.ndarray = np.zeros(len(spec.state_names), dtype=bool)
         self._latest = np.full(len(spec.state_names), np.nan)
         streams = [StreamSpec(JOINTS_STREAM, policy="hold", max_staleness_s=spec.max_age_s)]
@@ -78,11 +78,9 @@ class ObservationBuilder:
     def push_joints(self, names: Sequence[str], positions: Sequence[float], stamp_ns: int) -> bool:
         """Map a JointState by name; returns False until every state joint has been seen."""
         with self._lock:
-            for name, pos in zip(names, positions, strict=False):
-                i = self._index.get(name)
-                if i is not None:
-                    self._latest[i] = pos
-                    self._seen[i] = True
+            plan = index_plan(names[: len(positions)], self.spec.state_names)  # unnamed extras: dropped
+            plan.gather(positions, self._latest)
+            self._seen[plan.dst] = True
             if not self._seen.all():
                 return False
             self.aligner.push(JOINTS_STREAM, self._latest.copy(), stamp_ns=stamp_ns)

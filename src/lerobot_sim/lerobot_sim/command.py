@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lerobot_core.joint_map import index_plan
+
 
 class CommandError(ValueError):
     """A command that cannot be applied; the message says why."""
@@ -27,14 +29,12 @@ def positions_by_name(
         raise CommandError(f"joint_commands: {len(names)} names but {len(positions)} positions")
     if not names:
         raise CommandError("joint_commands: no joint names given")
-    out = np.array(previous, dtype=np.float64, copy=True)
-    index = {n: i for i, n in enumerate(joint_names)}
-    unknown = [n for n in names if n not in index]
-    if unknown:
-        raise CommandError(f"joint_commands: unknown joint(s) {unknown}; this robot has {list(joint_names)}")
-    for name, value in zip(names, positions, strict=True):
-        out[index[name]] = float(value)
-    return out
+    plan = index_plan(names, joint_names)
+    if plan.unknown:
+        raise CommandError(
+            f"joint_commands: unknown joint(s) {list(plan.unknown)}; this robot has {list(joint_names)}"
+        )
+    return plan.gather(positions, np.array(previous, dtype=np.float64, copy=True))
 
 
 def positions_from_array(data: Sequence[float], joint_names: Sequence[str]) -> np.ndarray:

@@ -22,6 +22,7 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
+from lerobot_core.joint_map import index_plan
 from lerobot_core.ros.node import run_node
 from lerobot_core.ros.params import declare
 from lerobot_msgs.msg import ControlStatus, EpisodeInfo
@@ -143,10 +144,10 @@ class CorrectiveHumanNode(Node):
     def _on_joints(self, msg: JointState) -> None:
         if self._cube is None or self._episode is None:
             return
-        index = {n: i for i, n in enumerate(msg.name)}
-        if any(n not in index for n in JOINT_NAMES):
+        plan = index_plan(msg.name, JOINT_NAMES)
+        if not plan.complete:
             return
-        q = np.array([msg.position[index[n]] for n in JOINT_NAMES])
+        q = plan.take(msg.position)
         t_s = (self.get_clock().now().nanoseconds - self._t0_ns) * 1e-9
         before = self.corrector.state
         command, request = self.corrector.step(q, self._cube, t_s, self._mode)

@@ -17,6 +17,7 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Header
 
+from lerobot_core.joint_map import index_plan
 from lerobot_core.ros import qos
 from lerobot_core.ros.node import run_node
 from lerobot_core.ros.params import declare
@@ -62,15 +63,15 @@ class ScriptedExpertNode(Node):
     def _on_joints(self, msg: JointState) -> None:
         if self._cube is None or self._episode is None:
             return
-        index = {n: i for i, n in enumerate(msg.name)}
-        if any(n not in index for n in JOINT_NAMES):
+        plan = index_plan(msg.name, JOINT_NAMES)
+        if not plan.complete:
             return
         stamp = (msg.header.stamp.sec, msg.header.stamp.nanosec)
         now = time.monotonic()
         if stamp == self._answered and now - self._answered_at < 1.0:
             return  # a republished observation whose answer is in flight
         self._answered, self._answered_at = stamp, now
-        q = np.array([msg.position[index[n]] for n in JOINT_NAMES])
+        q = plan.take(msg.position)
         action = self.expert.act(q, self._cube)
         command = JointState(name=list(JOINT_NAMES), position=action.tolist())
         command.header.stamp = msg.header.stamp

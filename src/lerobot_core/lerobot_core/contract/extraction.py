@@ -22,6 +22,7 @@ from lerobot_core.image_conversion import (
     image_msg_to_depth,
     image_msg_to_rgb,
 )
+from lerobot_core.joint_map import index_plan
 
 from .schema import (
     COMPRESSED_IMAGE,
@@ -108,15 +109,13 @@ _PLANS: dict[tuple, list[tuple[str, np.ndarray, np.ndarray, int]]] = {}
 
 
 def _plan(topic: str, names: tuple, layout: Layout) -> list[tuple[str, np.ndarray, np.ndarray, int]]:
-    if names:
-        index = {n: i for i, n in enumerate(names)}
-        for _, joint in layout:
-            if joint not in index:
-                raise ValueError(
-                    f"topic {topic}: joint {joint!r} is not in the message (it has {list(names)})"
-                )
+    joints = tuple(dict.fromkeys(j for _, j in layout))
+    if names:  # by name (lerobot_core.joint_map: the one names -> vector mapping)
+        index = dict(
+            zip(joints, index_plan(names, joints).require(f"topic {topic}").src.tolist(), strict=True)
+        )
     else:  # a message without names: positional, when the sizes agree (checked per message)
-        index = {j: i for i, j in enumerate(dict.fromkeys(j for _, j in layout))}
+        index = {j: i for i, j in enumerate(joints)}
     by_field: dict[str, tuple[list[int], list[int]]] = {}
     for k, (fld, joint) in enumerate(layout):
         src, dst = by_field.setdefault(fld, ([], []))
