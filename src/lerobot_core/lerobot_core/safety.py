@@ -1,6 +1,10 @@
 """ROS-free command safety: NaN guard, joint limits, bounded change per control step.
 
-Shared by the policy node and the LeRobot robot plugin (lerobot_plugins/lerobot_robot_ros).
+The one implementation of the rule (clamp to the joint limits, then bound the change from the
+previous command): the policy node and the arbiter (``SafetyFilter``), the LeRobot robot plugin
+(lerobot_plugins/lerobot_robot_ros), the sim's simulated servos (``SafetyLimits.apply``) and the
+motor bus driver's device guard (``SafetyLimits.limit``) all call it. docs/policy.md (Command safety) says
+which node applies it on each command path.
 """
 
 from __future__ import annotations
@@ -8,6 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+
+class CommandError(ValueError):
+    """A command that cannot be applied (unknown joint, NaN/inf, wrong length); the message says why."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +43,30 @@ class SafetyLimits:
         if np.any(ms <= 0):
             raise ValueError("max change per step must be > 0")
         return cls(lo, hi, ms)
+
+    def limit(self, target: np.ndarray, previous: np.ndarray | None, inside: bool = True):
+        """(command, clamped per joint, step-bounded per joint) for a finite ``target``.
+
+        Clamp to the limits, then bound the change from ``previous`` (None or a NaN joint: no
+        bound). ``inside``: clamp again, so the command never leaves the limits even when
+        ``previous`` is outside them; False lets it move from there towards them by at most a step.
+        """
+        cmd = np.clip(target, self.lower, self.upper)
+        clamped = cmd != target
+        if previous is None:
+            return cmd, clamped, np.zeros_like(clamped)
+        bounded = np.fmin(np.fmax(cmd, previous - self.max_step), previous + self.max_step)
+        stepped = bounded != cmd
+        return (np.clip(bounded, self.lower, self.upper) if inside else bounded), clamped, stepped
+
+    def apply(self, target, previous: np.ndarray | None) -> np.ndarray:
+        """The safe command for ``target`` after ``previous``; CommandError for NaN/inf or a wrong size."""
+        target = np.asarray(target, dtype=np.float64)
+        if target.shape != self.lower.shape:
+            raise CommandError(f"command has {target.size} values, robot has {self.lower.size} joints")
+        if not np.all(np.isfinite(target)):
+            raise CommandError(f"command contains non-finite values: {target.tolist()}")
+        return self.limit(target, previous)[0]
 
 
 @dataclass
@@ -71,13 +103,6 @@ class SafetyFilter:
                 else f"action shape {target.shape}"
             )
             return SafetyResult(self.hold(), held=True, clamped=False, rate_limited=False, reason=reason)
-        cmd = np.clip(target, self.limits.lower, self.limits.upper)
-        clamped = bool(np.any(cmd != target))
-        rate_limited = False
-        if self.last is not None:
-            lo, hi = self.last - self.limits.max_step, self.last + self.limits.max_step
-            bounded = np.clip(cmd, lo, hi)
-            rate_limited = bool(np.any(bounded != cmd))
-            cmd = bounded
+        cmd, clamped, stepped = self.limits.limit(target, self.last)
         self.last = cmd.copy()
-        return SafetyResult(cmd, held=False, clamped=clamped, rate_limited=rate_limited)
+        return SafetyResult(cmd, held=False, clamped=bool(clamped.any()), rate_limited=bool(stepped.any()))

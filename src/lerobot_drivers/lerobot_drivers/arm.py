@@ -1,27 +1,26 @@
 """One arm on one bus: read joint states in SI units, write safe goals (ROS-free core of motor_bus).
 
 :class:`ArmBus` wraps a :class:`~lerobot_drivers.bus.MotorBus` with the robot spec and its
-calibration. It turns raw ticks into radians / rad/s / N*m and LeRobot units, and applies the
-safety rules to every goal: non-finite values rejected, joint limits clamped, the step from the
-present position bounded, the calibrated range never left.
+calibration. It turns raw ticks into radians / rad/s / N*m and LeRobot units, and guards the
+device on every goal (lerobot_core.safety's rule): non-finite values rejected, joint limits clamped,
+the step from the present position bounded, the calibrated range never left.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Optional
 
+import numpy as np
+
+from lerobot_core.joint_map import index_plan
 from lerobot_core.robots import RobotSpec
+from lerobot_core.safety import CommandError, SafetyLimits
 from lerobot_drivers.bus import MotorBus
 from lerobot_drivers.calibrate import bus_for_spec, read_calibration, write_calibration
 from lerobot_drivers.calibration import MotorCalibration, Normalizer
-
-
-class CommandError(ValueError):
-    """A command that cannot be applied (unknown joint, NaN/inf, wrong length)."""
 
 
 @dataclass
@@ -66,6 +65,10 @@ class ArmBus:
         self.file_calibration = calibration
         self.normalizer: Optional[Normalizer] = None
         self.max_step_rad = float(max_step_rad)
+        lim = [spec.limits[n] for n in spec.joint_names]
+        self._limits = SafetyLimits.build(
+            len(lim), [x.lower for x in lim], [x.upper for x in lim], self.max_step_rad or float("inf")
+        )
         self._ids = {m.name: m.id for m in spec.motors}
         self._names = {m.id: m.name for m in spec.motors}
         self.family = self.bus.family
@@ -170,30 +173,33 @@ class ArmBus:
 
     # ------------------------------------------------------------ commands
     def safe_goals(self, targets: Mapping[str, float], present: Optional[Mapping[str, float]] = None):
-        """Validate and bound joint targets (rad); returns ({name: rad}, SafetyReport)."""
-        report = SafetyReport()
-        out = {}
+        """Validate and bound joint targets (rad); returns ({name: rad}, SafetyReport).
+
+        The device guard (lerobot_core.safety, the one rule): the servo's position range, and at
+        most ``max_step_rad`` from the measured position per cycle. The per-step bound of a policy's
+        commands is the policy node's or the arbiter's (docs/policy.md, Command safety).
+        """
+        plan = index_plan(list(targets), self.spec.joint_names)
+        if plan.unknown:
+            raise CommandError(
+                f"unknown joint {plan.unknown[0]!r}; joints of {self.spec.name}: {', '.join(self.spec.joint_names)}"
+            )
+        values = plan.take(list(targets.values()))
+        for k in np.flatnonzero(~np.isfinite(values))[:1]:
+            raise CommandError(
+                f"non-finite target {values[k]} for joint {self.spec.joint_names[plan.dst[k]]!r}: command rejected"
+            )
+        names = [self.spec.joint_names[j] for j in plan.dst]
         present = present if present is not None else (self.last_positions or {})
-        for name, value in targets.items():
-            if name not in self._ids:
-                raise CommandError(
-                    f"unknown joint {name!r}; joints of {self.spec.name}: {', '.join(self.spec.joint_names)}"
-                )
-            value = float(value)
-            if not math.isfinite(value):
-                raise CommandError(f"non-finite target {value} for joint {name!r}: command rejected")
-            lim = self.spec.limits[name]
-            bounded = lim.clamp(value)
-            if bounded != value:
-                report.clamped.append(name)
-            if self.max_step_rad > 0 and name in present:
-                cur = present[name]
-                step = max(-self.max_step_rad, min(self.max_step_rad, bounded - cur))
-                if cur + step != bounded:
-                    report.step_limited.append(name)
-                bounded = cur + step
-            out[name] = bounded
-        return out, report
+        limits = self._limits
+        sub = SafetyLimits(limits.lower[plan.dst], limits.upper[plan.dst], limits.max_step[plan.dst])
+        previous = np.array([present.get(n, np.nan) for n in names]) if self.max_step_rad > 0 else None
+        goals, clamped, stepped = sub.limit(values, previous, inside=False)
+        report = SafetyReport(
+            [n for n, c in zip(names, clamped, strict=True) if c],
+            [n for n, c in zip(names, stepped, strict=True) if c],
+        )
+        return dict(zip(names, goals.tolist(), strict=True)), report
 
     def write_goals(self, goals_rad: Mapping[str, float]) -> dict[int, int]:
         """Radians -> ticks (inside the calibrated range) -> one sync write."""

@@ -1,4 +1,4 @@
-"""Joint commands for a simulated robot: parsing the three command types and the safety filter (ROS-free).
+"""Joint commands for a simulated robot: parsing the three command types and its servos' limits (ROS-free).
 
 The functions take plain sequences (what the message fields hold), so the nodes stay thin and the
 rules are tested without ROS. Every rejection raises ``CommandError`` saying what was wrong.
@@ -7,15 +7,11 @@ rules are tested without ROS. Every rejection raises ``CommandError`` saying wha
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from lerobot_core.joint_map import index_plan
-
-
-class CommandError(ValueError):
-    """A command that cannot be applied; the message says why."""
+from lerobot_core.safety import CommandError, SafetyLimits
 
 
 def positions_by_name(
@@ -56,28 +52,6 @@ def positions_from_trajectory(
     return positions_by_name(names, points[0], joint_names, previous).copy()
 
 
-@dataclass(frozen=True)
-class SafetyLimits:
-    """Joint limits (rad) and the largest change of the target per control step (rad, 0 = unbounded)."""
-
-    lower: tuple[float, ...]
-    upper: tuple[float, ...]
-    max_step: float = 0.0
-
-    def apply(self, target: np.ndarray, previous: np.ndarray) -> np.ndarray:
-        """Clamp ``target`` to the limits and bound its change from ``previous``; rejects NaN/inf."""
-        target = np.asarray(target, dtype=np.float64)
-        if target.shape != (len(self.lower),):
-            raise CommandError(f"command has {target.size} values, robot has {len(self.lower)} joints")
-        if not np.all(np.isfinite(target)):
-            raise CommandError(f"command contains non-finite values: {target.tolist()}")
-        out = np.clip(target, self.lower, self.upper)
-        if self.max_step > 0:
-            out = np.clip(out, previous - self.max_step, previous + self.max_step)
-            out = np.clip(out, self.lower, self.upper)
-        return out
-
-
 def so101_safety(fps: float, max_joint_velocity: float | None = None) -> SafetyLimits:
     """The SO-101 sim's command safety: URDF joint limits, target change bounded by the servos' velocity
     (rad/s) times the control period. The sim node and the in-process evaluation both use it."""
@@ -86,7 +60,10 @@ def so101_safety(fps: float, max_joint_velocity: float | None = None) -> SafetyL
     if max_joint_velocity is None:
         max_joint_velocity = default_max_joint_velocity(JOINT_NAMES)
     limits = JointLimits.so101()
-    return SafetyLimits(limits.lower, limits.upper, float(max_joint_velocity) / (fps or 30.0))
+    step = float(max_joint_velocity) / (fps or 30.0)
+    return SafetyLimits.build(
+        len(JOINT_NAMES), limits.lower, limits.upper, step if step > 0 else float("inf")
+    )
 
 
 def default_max_joint_velocity(joint_names: Sequence[str]) -> float:

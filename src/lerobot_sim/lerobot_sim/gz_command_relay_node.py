@@ -19,10 +19,9 @@ from trajectory_msgs.msg import JointTrajectory
 
 from lerobot_core.ros.node import run_node
 from lerobot_core.ros.params import declare
+from lerobot_core.safety import CommandError, SafetyLimits
 from lerobot_sim.bridge_base import QOS_COMMAND, QOS_STATE
 from lerobot_sim.command import (
-    CommandError,
-    SafetyLimits,
     positions_by_name,
     positions_from_array,
     positions_from_trajectory,
@@ -47,7 +46,10 @@ class GzCommandRelayNode(LifecycleNode):
             declare(self, "autostart", False, "configure and activate at start"),
         )
         lim = JointLimits.so101()
-        self.safety = SafetyLimits(lim.lower, lim.upper, self.cfg.max_joint_velocity / self.cfg.rate_hz)
+        step = self.cfg.max_joint_velocity / self.cfg.rate_hz
+        self.safety = SafetyLimits.build(
+            len(JOINT_NAMES), lim.lower, lim.upper, step if step > 0 else float("inf")
+        )
         self._goal: np.ndarray | None = None  # latest accepted command (clamped to limits)
         self._target: np.ndarray | None = None  # what is sent, moving toward _goal at bounded speed
         self._active = False

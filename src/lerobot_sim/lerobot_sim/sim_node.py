@@ -17,11 +17,10 @@ from sensor_msgs.msg import CameraInfo, JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
+from lerobot_core.safety import CommandError, SafetyLimits
 from lerobot_core.time import stamp_to_ns
 from lerobot_sim.bridge_base import QOS_STATE, SimBridgeNode, has_subscribers, run_node
 from lerobot_sim.command import (
-    CommandError,
-    SafetyLimits,
     default_max_joint_velocity,
     positions_by_name,
     positions_from_array,
