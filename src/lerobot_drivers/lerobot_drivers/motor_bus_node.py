@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
 from functools import partial
 from typing import Optional
 
-import numpy as np
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
@@ -25,53 +23,26 @@ from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool
 from trajectory_msgs.msg import JointTrajectory
 
-from lerobot_core.joint_map import index_plan
+from lerobot_core.command import parse_command
 from lerobot_core.rate import RateMeter
 from lerobot_core.robots import get_robot_spec
 from lerobot_core.ros import qos
 from lerobot_core.ros.node import autostart_timer, publish_unless_shut_down, run_node
 from lerobot_core.ros.params import declare
+from lerobot_core.safety import CommandError
 from lerobot_core.time import seconds_to_stamp
 from lerobot_drivers.arm import ArmBus, JointSample
 from lerobot_drivers.bus import BusError, BusTimeoutError, PortError
-from lerobot_drivers.calibration import (
-    CalibrationError,
-    calibration_path,
-    find_calibration_file,
-    load_calibration,
-)
+from lerobot_drivers.calibration import CalibrationError
+from lerobot_drivers.motor_bus_config import bus_status, bus_values, load_bus_calibration, read_config
 
-SAFE_STATES = ("hold", "torque_off")
 SAFE_STATE_ATTEMPTS = 3
-
-
-@dataclass(frozen=True)
-class MotorBusConfig:
-    robot: str
-    port: str
-    baudrate: int
-    robot_id: str
-    calibration_file: str
-    calibration_dir: str
-    read_only: bool
-    use_degrees: bool
-    rate_hz: float
-    timeout_ms: float
-    joint_prefix: str
-    safe_state: str
-    command_timeout_s: float
-    max_step_rad: float
-    connect_timeout_s: float
-    reconnect_period_s: float
-    diagnostics_period_s: float
-    publish_lerobot_units: bool
-    autostart: bool
 
 
 class MotorBusNode(LifecycleNode):
     def __init__(self, node_name: str = "motor_bus", **kwargs) -> None:
         super().__init__(node_name, **kwargs)
-        self.cfg = self._read_parameters()
+        self.cfg = read_config(partial(declare, self))
         self.spec = get_robot_spec(self.cfg.robot, use_degrees=self.cfg.use_degrees)
         self.arm: Optional[ArmBus] = None
         self._lock = threading.Lock()
@@ -117,110 +88,6 @@ class MotorBusNode(LifecycleNode):
         if self.cfg.autostart:
             autostart_timer(self, on_failure=self._autostart_failed)
 
-    # ----------------------------------------------------------- parameters
-    def _read_parameters(self) -> MotorBusConfig:
-        p = partial(declare, self)
-        cfg = MotorBusConfig(
-            robot=p(
-                "robot",
-                "so101_follower",
-                "LeRobot robot type (so101_follower, so101_leader, koch_follower...)",
-            ),
-            port=p(
-                "port",
-                "/dev/ttyACM0",
-                "serial port of the bus (a /dev/serial/by-id path is stable)",
-            ),
-            baudrate=p(
-                "baudrate",
-                1_000_000,
-                "bus baud rate [bit/s]",
-                range=(9600, 4_000_000),
-            ),
-            robot_id=p(
-                "robot_id",
-                "",
-                "LeRobot robot id: calibration from LeRobot's location; empty = servos' EEPROM",
-            ),
-            calibration_file=p(
-                "calibration_file", "", "explicit calibration JSON path (overrides robot_id)", read_only=True
-            ),
-            calibration_dir=p(
-                "calibration_dir",
-                "",
-                "folder holding <robot_id>.json (LeRobot's calibration_dir)",
-            ),
-            read_only=p(
-                "read_only", False, "leader arm: torque off, no commands, states only", read_only=True
-            ),
-            use_degrees=p(
-                "use_degrees",
-                False,
-                "LeRobot units in DEGREES instead of RANGE_M100_100 for body joints",
-            ),
-            rate_hz=p(
-                "rate_hz",
-                100.0,
-                "bus read/write cycle and joint_states rate [Hz]",
-                range=(1.0, 1000.0),
-            ),
-            timeout_ms=p(
-                "timeout_ms",
-                20.0,
-                "per-transaction reply timeout [ms]",
-                range=(1.0, 1000.0),
-            ),
-            joint_prefix=p(
-                "joint_prefix", "", "prefix added to joint names (bimanual: right_ / left_)", read_only=True
-            ),
-            safe_state=p(
-                "safe_state",
-                "hold",
-                "on deactivate/shutdown/command timeout: hold | torque_off",
-            ),
-            command_timeout_s=p(
-                "command_timeout_s",
-                0.5,
-                "no command for this long -> safe state [s]; 0 = never",
-                read_only=False,
-                range=(0.0, 60.0),
-            ),
-            max_step_rad=p(
-                "max_step_rad",
-                0.35,
-                "max goal distance from present position per cycle [rad]; 0 = off",
-                read_only=False,
-                range=(0.0, 6.3),
-            ),
-            connect_timeout_s=p(
-                "connect_timeout_s",
-                5.0,
-                "retry opening the bus this long in configure [s]",
-                range=(0.0, 120.0),
-            ),
-            reconnect_period_s=p(
-                "reconnect_period_s",
-                0.5,
-                "retry period after the bus vanished [s]",
-                range=(0.05, 60.0),
-            ),
-            diagnostics_period_s=p(
-                "diagnostics_period_s",
-                1.0,
-                "diagnostics + temperature/voltage read period [s]",
-                range=(0.1, 60.0),
-            ),
-            publish_lerobot_units=p(
-                "publish_lerobot_units",
-                True,
-                "also publish joint_states_lerobot (LeRobot units in position)",
-            ),
-            autostart=p("autostart", False, "configure and activate right after start"),
-        )
-        if cfg.safe_state not in SAFE_STATES:
-            raise ValueError(f"parameter safe_state={cfg.safe_state!r}: use one of {SAFE_STATES}")
-        return cfg
-
     def _autostart_failed(self, transition: str) -> None:
         """While the bus is unreachable (port missing, servos silent), retry configure.
 
@@ -248,24 +115,9 @@ class MotorBusNode(LifecycleNode):
             timer = self.create_timer(delay, retry)
 
     # ------------------------------------------------------------ lifecycle
-    def _load_calibration(self):
-        c = self.cfg
-        if c.calibration_file:
-            return load_calibration(c.calibration_file, self.spec), c.calibration_file
-        if c.robot_id:
-            path = find_calibration_file(self.spec, c.robot_id, c.calibration_dir or None)
-            if path is None:
-                expected = calibration_path(self.spec, c.robot_id, c.calibration_dir or None)
-                raise CalibrationError(
-                    f"no calibration for {c.robot} id {c.robot_id!r} at {expected}: run "
-                    f"`lerobot-ros-calibrate --robot {c.robot} --port {c.port} --id {c.robot_id}`"
-                )
-            return load_calibration(path, self.spec), str(path)
-        return None, "servo EEPROM"
-
     def on_configure(self, state: State) -> TransitionCallbackReturn:
         try:
-            cal, source = self._load_calibration()
+            cal, source = load_bus_calibration(self.cfg, self.spec)
         except CalibrationError as exc:
             self.get_logger().error(f"configure failed: {exc}")
             return TransitionCallbackReturn.FAILURE
@@ -390,14 +242,14 @@ class MotorBusNode(LifecycleNode):
     def _create_command_subscriptions(self) -> None:
         reliable = qos.RELIABLE
         self._cmd_subs = [
-            self.create_subscription(JointState, "joint_commands", self._on_joint_state_cmd, reliable),
+            self.create_subscription(JointState, "joint_commands", self._on_command, reliable),
             self.create_subscription(
-                Float64MultiArray, "forward_position_controller/commands", self._on_array_cmd, reliable
+                Float64MultiArray, "forward_position_controller/commands", self._on_command, reliable
             ),
             self.create_subscription(
                 JointTrajectory,
                 "joint_trajectory_controller/joint_trajectory",
-                self._on_trajectory_cmd,
+                self._on_command,
                 reliable,
             ),
         ]
@@ -407,59 +259,25 @@ class MotorBusNode(LifecycleNode):
             self.destroy_subscription(sub)
         self._cmd_subs = []
 
-    def _accept(self, names, values, source: str) -> None:
-        plan = index_plan(names, self._names)
-        values = plan.take(values)
-        bad = np.flatnonzero(~np.isfinite(values))
-        if plan.unknown:
-            why = f"unknown joint {plan.unknown[0]!r}; joints: {', '.join(self._names)}"
-        elif bad.size:
-            why = f"non-finite target {values[bad[0]]} for joint {self._names[plan.dst[bad[0]]]!r}"
-        if plan.unknown or bad.size:
+    def _on_command(self, msg) -> None:
+        """Any of the three command types (lerobot_core.command): the named joints' new targets."""
+        try:
+            command = parse_command(msg, self._names)
+        except CommandError as exc:
             self._stats["rejected_commands"] += 1
-            self.get_logger().warning(f"{source}: {why}; command rejected", throttle_duration_sec=1.0)
+            self.get_logger().warning(f"{exc}; command rejected", throttle_duration_sec=1.0)
             return
-        spec_targets = {self.spec.joint_names[j]: float(v) for j, v in zip(plan.dst, values, strict=True)}
-        with self._lock:
-            merged = dict(self._target or {})
-            merged.update(spec_targets)
-            self._target = merged
-            self._target_time = time.monotonic()
-
-    def _on_joint_state_cmd(self, msg: JointState) -> None:
-        if len(msg.position) != len(msg.name):
-            self._stats["rejected_commands"] += 1
-            self.get_logger().warning(
-                f"joint_commands: {len(msg.name)} names but {len(msg.position)} positions; rejected",
-                throttle_duration_sec=1.0,
-            )
-            return
-        self._accept(msg.name, msg.position, "joint_commands")
-
-    def _on_array_cmd(self, msg: Float64MultiArray) -> None:
-        if len(msg.data) != len(self._names):
-            self._stats["rejected_commands"] += 1
-            self.get_logger().warning(
-                f"forward_position_controller/commands: {len(msg.data)} values for {len(self._names)} joints "
-                f"({', '.join(self._names)}); rejected",
-                throttle_duration_sec=1.0,
-            )
-            return
-        self._accept(self._names, msg.data, "forward_position_controller/commands")
-
-    def _on_trajectory_cmd(self, msg: JointTrajectory) -> None:
-        if not msg.points or len(msg.points[0].positions) != len(msg.joint_names):
-            self._stats["rejected_commands"] += 1
-            self.get_logger().warning(
-                "joint_trajectory: needs one point with a position per joint; rejected",
-                throttle_duration_sec=1.0,
-            )
-            return
-        if len(msg.points) > 1:
+        if command.unused_points:
             self.get_logger().warning(
                 "joint_trajectory: only the first point is used", throttle_duration_sec=5.0
             )
-        self._accept(msg.joint_names, msg.points[0].positions, "joint_trajectory")
+        spec = self.spec.joint_names
+        targets = {spec[j]: float(v) for j, v in zip(command.index, command.values, strict=True)}
+        with self._lock:
+            merged = dict(self._target or {})
+            merged.update(targets)
+            self._target = merged
+            self._target_time = time.monotonic()
 
     # ------------------------------------------------------------- bus loop
     def _bus_loop(self) -> None:
@@ -635,33 +453,18 @@ class MotorBusNode(LifecycleNode):
         bus.name = f"{self.get_name()}: {self.spec.bus} bus {self.cfg.port}"
         bus.hardware_id = self.cfg.port
         stats = self.arm.bus.stats if self.arm is not None else None
-        if not self._connected:
-            bus.level = DiagnosticStatus.ERROR
-            bus.message = f"disconnected: {self._last_error}" if self._last_error else "not connected"
-        elif (
-            self._last_error and time.monotonic() - self._last_error_time < 5 * self.cfg.diagnostics_period_s
-        ):
-            bus.level = DiagnosticStatus.WARN
-            bus.message = f"connected; last error: {self._last_error}"
-        else:  # errors that stopped five diagnostics periods ago were recovered from: OK, still counted
-            bus.level = DiagnosticStatus.OK
-            bus.message = "connected"
-            if self._last_error:
-                ago = time.monotonic() - self._last_error_time
-                bus.message += f"; recovered, last error {ago:.0f} s ago: {self._last_error}"
-        values = {
-            "robot": self.cfg.robot,
-            "loop_rate_hz": f"{self._loop_hz:.1f}",
-            "cycles": str(self._stats["cycles"]),
-            "bus_errors": str(self._stats["bus_errors"]),
-            "reconnects": str(self._stats["reconnects"]),
-            "rejected_commands": str(self._stats["rejected_commands"]),
-            "clamped_commands": str(self._stats["clamped"]),  # outside the joint limits
-            "step_limited_commands": str(self._stats["step_limited"]),  # beyond max_step_rad
-            "torque": "on" if self._torque_on else "off",
-        }
-        if stats is not None:
-            values.update(timeouts=str(stats.timeouts), corrupt_packets=str(stats.corrupt_packets))
+        level, bus.message = bus_status(
+            self._connected,
+            self._last_error,
+            time.monotonic() - self._last_error_time,
+            self.cfg.diagnostics_period_s,
+        )
+        bus.level = {
+            "ok": DiagnosticStatus.OK,
+            "warn": DiagnosticStatus.WARN,
+            "error": DiagnosticStatus.ERROR,
+        }[level]
+        values = bus_values(self.cfg.robot, self._loop_hz, self._stats, self._torque_on, stats)
         bus.values = [KeyValue(key=k, value=v) for k, v in values.items()]
         arr.status.append(bus)
         for h in list(self._health):

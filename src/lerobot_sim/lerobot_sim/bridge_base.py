@@ -10,37 +10,35 @@ In lockstep mode :func:`run_node` spins the node with a :class:`LockstepCommandL
 from __future__ import annotations
 
 import gc
-import json
-import math
 import sys
 import time
 import traceback
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import rclpy
 from builtin_interfaces.msg import Time
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.clock import Clock, ClockType
 from rclpy.event_handler import PublisherEventCallbacks
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rosgraph_msgs.msg import Clock as ClockMsg
-from sensor_msgs.msg import CameraInfo, Image, JointState
+from sensor_msgs.msg import CameraInfo, JointState
 from std_msgs.msg import Float64MultiArray, Header
 
 from lerobot_core.dds_transport import use_large_image_transport
-from lerobot_core.image_conversion import fill_image_msg
 from lerobot_core.ros import qos
 from lerobot_core.ros.node import run_node as _run_node
 from lerobot_core.ros.params import declare
-from lerobot_core.time import ns_to_stamp, stamp_to_ns
+from lerobot_core.time import stamp_to_ns
 from lerobot_msgs.msg import EpisodeInfo
 from lerobot_msgs.srv import ResetSim
+from lerobot_sim.bridge_config import BridgeConfig, common_parameters, read_bridge_config
+from lerobot_sim.bridge_publish import ObservationPublishing
 from lerobot_sim.lockstep import LockstepCommandLoop
-from lerobot_sim.session import SimSession, StepResult, camera_images, episode_summary, make_env
+from lerobot_sim.session import SimSession, StepResult, episode_summary, make_env
 
-MODES = ("lockstep", "realtime")
 # Reliable on purpose: in lockstep every observation is awaited by the evaluator; a reliable publisher
 # still serves best-effort subscribers.
 QOS_STATE = qos.RELIABLE
@@ -53,32 +51,7 @@ TICK_ACK_TOPIC = "sim/tick_ack"
 TICK_ACK_RELEASE = Time(sec=2**31 - 1, nanosec=0)
 
 
-@dataclass(frozen=True)
-class BridgeConfig:
-    env_id: str
-    env_kwargs: dict[str, Any]
-    mode: str
-    fps: float  # 0 = the env's own rate
-    seed: int  # -1 = unseeded; episode i is reset with seed + i
-    auto_reset: bool
-    reset_delay_s: float
-    continue_after_done: bool
-    command_timeout_s: float
-    publish_clock: bool
-    frame_id: str
-    state_names: tuple[str, ...]
-    single_camera_name: str
-    robot_description_file: str
-    idle_republish_s: float
-    required_consumers: tuple[str, ...] = ()
-
-
-def has_subscribers(publisher) -> bool:
-    """Whether a volatile topic has a matched subscriber (publishing to none would reach no one)."""
-    return publisher.get_subscription_count() > 0
-
-
-class SimBridgeNode(LifecycleNode):
+class SimBridgeNode(ObservationPublishing, LifecycleNode):
     """Base class; see module docstring."""
 
     default_env_id = ""
@@ -151,78 +124,14 @@ class SimBridgeNode(LifecycleNode):
         declare(self, name, default, description)
 
     def _declare_common(self) -> None:
-        self._declare(
-            "env_id", self.default_env_id, "gymnasium id of the environment, e.g. gym_pusht/PushT-v0"
-        )
-        self._declare("env_kwargs", "{}", "JSON object of keyword arguments for gymnasium.make")
-        self._declare(
-            "mode", "realtime", "lockstep: one control step per command, publishes /clock; realtime"
-        )
-        self._declare("fps", 0.0, "control rate in Hz (0 = the environment's own render_fps)")
-        self._declare("seed", -1, "seed of the first episode; episode i uses seed + i (-1 = unseeded)")
-        self._declare("auto_reset", True, "start a new episode when one ends (realtime: after reset_delay_s)")
-        self._declare("reset_delay_s", 1.0, "realtime: seconds to hold a finished episode before auto reset")
-        self._declare(
-            "continue_after_done",
-            False,
-            "auto_reset false: the sim goes on after an episode ends (cube lifted, or its step limit), "
-            "following commands and publishing, as a robot would (replay and teleop targets); false = it "
-            "waits, publishing nothing, for a reset on sim/reset",
-        )
-        self._declare("command_timeout_s", 0.5, "realtime: commands older than this are stale; hold position")
-        self._declare("publish_clock", True, "lockstep: publish /clock with the simulation time")
-        self._declare("frame_id", "base_link", "frame_id of joint_states")
-        self._declare("state_names", list(self.default_state_names) or [""], "names of agent_pos entries")
-        self._declare("single_camera_name", "image", "camera name for envs whose pixels is a single image")
-        self._declare("robot_description_file", "", "URDF file published on robot_description (empty = none)")
-        self._declare(
-            "idle_republish_s",
-            1.0,
-            "lockstep: republish the last observation when no command came "
-            "for this long, so late subscribers get a first observation (0 = never)",
-        )
-        self._declare(
-            "required_consumers",
-            [""],
-            "lockstep: node names that must acknowledge each tick on sim/tick_ack before the sim steps "
-            "past it (e.g. [recorder]); the sim stops when one of them leaves the graph",
-        )
-        self._declare("autostart", False, "configure and activate right after start")
+        for name, default, description in common_parameters(self.default_env_id, self.default_state_names):
+            self._declare(name, default, description)
 
     def _declare_extra(self) -> None:
         """Subclasses declare their own parameters here."""
 
     def _read_config(self) -> BridgeConfig:
-        p = self.get_parameter
-        mode = p("mode").value
-        if mode not in MODES:
-            raise ValueError(f"parameter mode={mode!r} must be one of {MODES}")
-        try:
-            kwargs = json.loads(p("env_kwargs").value or "{}")
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"parameter env_kwargs is not valid JSON: {exc}") from exc
-        if not isinstance(kwargs, dict):
-            raise ValueError("parameter env_kwargs must be a JSON object")
-        if not p("env_id").value:
-            raise ValueError("parameter env_id is empty")
-        return BridgeConfig(
-            env_id=p("env_id").value,
-            env_kwargs=kwargs,
-            mode=mode,
-            fps=float(p("fps").value),
-            seed=int(p("seed").value),
-            auto_reset=bool(p("auto_reset").value),
-            reset_delay_s=float(p("reset_delay_s").value),
-            continue_after_done=bool(p("continue_after_done").value),
-            command_timeout_s=float(p("command_timeout_s").value),
-            publish_clock=bool(p("publish_clock").value),
-            frame_id=p("frame_id").value,
-            state_names=tuple(n for n in p("state_names").value if n),
-            single_camera_name=p("single_camera_name").value,
-            robot_description_file=p("robot_description_file").value,
-            idle_republish_s=float(p("idle_republish_s").value),
-            required_consumers=tuple(n for n in p("required_consumers").value if n),
-        )
+        return read_bridge_config(lambda name: self.get_parameter(name).value)
 
     # ------------------------------------------------------------------ lifecycle
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -511,118 +420,6 @@ class SimBridgeNode(LifecycleNode):
         response.message = f"episode {result.episode.episode_index} (seed {result.episode.seed})"
         response.info = self._episode_msg(result)
         return response
-
-    # ------------------------------------------------------------------ publishing
-    def _stamp_for(self, result: StepResult) -> Time:
-        if self.cfg.mode == "lockstep":
-            return ns_to_stamp(result.sim_time_ns, Time)
-        return self.get_clock().now().to_msg()
-
-    def _episode_msg(self, result: StepResult, stamp: Time | None = None) -> EpisodeInfo:
-        ep = result.episode
-        msg = EpisodeInfo()
-        msg.header.stamp = stamp or self._stamp_for(result)
-        msg.header.frame_id = self.cfg.frame_id
-        msg.episode_index = ep.episode_index
-        msg.seed = ep.seed
-        msg.step = ep.step
-        msg.reward = ep.reward
-        msg.sum_reward = ep.sum_reward
-        msg.max_reward = ep.max_reward if math.isfinite(ep.max_reward) else 0.0
-        msg.is_success = ep.is_success
-        msg.terminated = ep.terminated
-        msg.truncated = ep.truncated
-        return msg
-
-    def _state_vector(self, obs: Any) -> np.ndarray | None:
-        if isinstance(obs, dict):
-            return None if "agent_pos" not in obs else np.asarray(obs["agent_pos"], dtype=np.float64).ravel()
-        return np.asarray(obs, dtype=np.float64).ravel()
-
-    def _joint_state(self, result: StepResult, stamp: Time) -> JointState | None:
-        state = self._state_vector(result.observation)
-        if state is None:
-            return None
-        names = self.cfg.state_names or tuple(f"state_{i}" for i in range(state.size))
-        msg = JointState()
-        msg.header.stamp = stamp
-        msg.header.frame_id = self.cfg.frame_id
-        msg.name = list(names[: state.size])
-        msg.position = state.tolist()
-        return msg
-
-    def _publish(self, result: StepResult) -> None:
-        self._last_result = result
-        self._last_publish = time.monotonic()
-        stamp = self._stamp_for(result)
-        if "clock" in self._pubs:  # always: latched, a late subscriber must get the current time
-            self._pubs["clock"].publish(ClockMsg(clock=stamp))
-        obs = result.observation
-        # A volatile topic nobody subscribes to is not built at all: a message published without a matched
-        # reader reaches no one, so skipping it changes nothing a subscriber can see, and saves the
-        # message construction and conversion on each lockstep step (docs/sim.md, section 7).
-        for cam, img in camera_images(obs, self.cfg.single_camera_name).items():
-            if cam not in self._cam_pubs:
-                self._cam_pubs[cam] = (
-                    self._observation_publisher(Image, f"cameras/{cam}/image_raw", QOS_IMAGE),
-                    self._observation_publisher(CameraInfo, f"cameras/{cam}/camera_info", QOS_IMAGE),
-                )
-                self._camera_infos[cam] = self._camera_info(cam, int(img.shape[0]), int(img.shape[1]))
-            image_pub, info_pub = self._cam_pubs[cam]
-            frame_id = f"{cam}_optical_frame"
-            if has_subscribers(image_pub):
-                msg = Image()
-                msg.header.stamp = stamp
-                msg.header.frame_id = frame_id
-                fill_image_msg(msg, np.asarray(img, dtype=np.uint8), "rgb8")
-                image_pub.publish(msg)
-            if has_subscribers(info_pub):
-                info = self._camera_infos[cam]
-                info.header.stamp = stamp
-                info.header.frame_id = frame_id
-                info_pub.publish(info)
-        if has_subscribers(self._pubs["state"]):
-            state = self._state_vector(obs)
-            if state is not None:
-                self._pubs["state"].publish(Float64MultiArray(data=state.tolist()))
-        if isinstance(obs, dict) and "environment_state" in obs and has_subscribers(self._pubs["env_state"]):
-            env_state = np.asarray(obs["environment_state"], dtype=np.float64).ravel()
-            self._pubs["env_state"].publish(Float64MultiArray(data=env_state.tolist()))
-        self._publish_extra(result, stamp)
-        if has_subscribers(self._pubs["joint_states"]):
-            js = self._joint_state(result, stamp)
-            if js is not None:
-                self._pubs["joint_states"].publish(js)
-        # last: a lockstep client waiting for episode_info of step k finds the rest already sent
-        self._pubs["episode_info"].publish(self._episode_msg(result, stamp))
-
-    def _publish_diagnostics(self) -> None:
-        if self.session is None:
-            return
-        elapsed = max(time.monotonic() - self._t_start, 1e-9)
-        ep = self.session.episode
-        status = DiagnosticStatus(
-            level=DiagnosticStatus.OK,
-            name=f"{self.get_name()}: simulation",
-            message="active" if self._active else "inactive",
-            hardware_id=self.cfg.env_id,
-            values=[
-                KeyValue(key="mode", value=self.cfg.mode),
-                KeyValue(key="episode_index", value=str(ep.episode_index)),
-                KeyValue(key="step", value=str(ep.step)),
-                KeyValue(key="steps_per_s", value=f"{self._steps_done / elapsed:.1f}"),
-                KeyValue(key="late_periods", value=str(self._late_periods)),
-                KeyValue(
-                    key="waiting_for",
-                    value=",".join(self._waiting_for()) if self.cfg.required_consumers else "",
-                ),
-            ],
-        )
-        if self._late_periods:
-            status.level = DiagnosticStatus.WARN
-        msg = DiagnosticArray(status=[status])
-        msg.header.stamp = self.get_clock().now().to_msg()
-        self._pubs["diagnostics"].publish(msg)
 
 
 def _make_node(node_cls) -> SimBridgeNode:

@@ -17,15 +17,12 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64, Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
+from lerobot_core.command import parse_command
+from lerobot_core.joint_map import index_plan
 from lerobot_core.ros.node import run_node
 from lerobot_core.ros.params import declare
 from lerobot_core.safety import CommandError, SafetyLimits
 from lerobot_sim.bridge_base import QOS_COMMAND, QOS_STATE
-from lerobot_sim.command import (
-    positions_by_name,
-    positions_from_array,
-    positions_from_trajectory,
-)
 from lerobot_sim.gazebo import RELAY_PREFIX
 from lerobot_sim.so101_model import JOINT_NAMES, JointLimits
 
@@ -63,14 +60,14 @@ class GzCommandRelayNode(LifecycleNode):
         }
         self._subs = [
             self.create_subscription(JointState, "joint_states", self._on_state, QOS_STATE),
-            self.create_subscription(JointState, "joint_commands", self._on_joint_commands, QOS_COMMAND),
+            self.create_subscription(JointState, "joint_commands", self._accept, QOS_COMMAND),
             self.create_subscription(
-                Float64MultiArray, "forward_position_controller/commands", self._on_forward, QOS_COMMAND
+                Float64MultiArray, "forward_position_controller/commands", self._accept, QOS_COMMAND
             ),
             self.create_subscription(
                 JointTrajectory,
                 "joint_trajectory_controller/joint_trajectory",
-                self._on_trajectory,
+                self._accept,
                 QOS_COMMAND,
             ),
         ]
@@ -101,41 +98,22 @@ class GzCommandRelayNode(LifecycleNode):
 
     def _on_state(self, msg: JointState) -> None:
         if self._target is None:
-            try:
-                q = positions_by_name(msg.name, msg.position, JOINT_NAMES, np.zeros(len(JOINT_NAMES)))
-            except CommandError:
+            plan = index_plan(msg.name, JOINT_NAMES)
+            if plan.unknown or not len(msg.name) or len(msg.name) != len(msg.position):
                 return
+            q = plan.gather(msg.position, np.zeros(len(JOINT_NAMES)))
             self._target = np.clip(q, self.safety.lower, self.safety.upper)
             self._goal = self._target.copy()
 
-    def _accept(self, source: str, make_goal) -> None:
+    def _accept(self, msg) -> None:
         if not self._active or self._target is None:
             return
         try:
-            goal = make_goal()
-            self.safety.apply(goal, goal)  # validation only: size and finiteness
+            goal = parse_command(msg, JOINT_NAMES).onto(self._goal)  # size and finiteness checked
         except CommandError as exc:
-            self.get_logger().warn(f"{source}: command rejected: {exc}", throttle_duration_sec=1.0)
+            self.get_logger().warn(f"command rejected: {exc}", throttle_duration_sec=1.0)
             return
         self._goal = np.clip(goal, self.safety.lower, self.safety.upper)
-
-    def _on_joint_commands(self, msg: JointState) -> None:
-        self._accept(
-            "joint_commands", lambda: positions_by_name(msg.name, msg.position, JOINT_NAMES, self._goal)
-        )
-
-    def _on_forward(self, msg: Float64MultiArray) -> None:
-        self._accept(
-            "forward_position_controller/commands", lambda: positions_from_array(msg.data, JOINT_NAMES)
-        )
-
-    def _on_trajectory(self, msg: JointTrajectory) -> None:
-        self._accept(
-            "joint_trajectory",
-            lambda: positions_from_trajectory(
-                msg.joint_names, [p.positions for p in msg.points], JOINT_NAMES, self._goal
-            ),
-        )
 
     def _tick(self) -> None:
         if self._target is None:

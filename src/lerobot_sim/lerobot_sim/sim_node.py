@@ -17,16 +17,12 @@ from sensor_msgs.msg import CameraInfo, JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
+from lerobot_core.command import parse_command
 from lerobot_core.safety import CommandError, SafetyLimits
 from lerobot_core.time import stamp_to_ns
-from lerobot_sim.bridge_base import QOS_STATE, SimBridgeNode, has_subscribers, run_node
-from lerobot_sim.command import (
-    default_max_joint_velocity,
-    positions_by_name,
-    positions_from_array,
-    positions_from_trajectory,
-    so101_safety,
-)
+from lerobot_sim.bridge_base import QOS_STATE, SimBridgeNode, run_node
+from lerobot_sim.bridge_publish import has_subscribers
+from lerobot_sim.command import default_max_joint_velocity, so101_safety
 from lerobot_sim.registration import SO101_CUBE_ID
 from lerobot_sim.session import StepResult
 from lerobot_sim.so101_model import JOINT_NAMES, to_lerobot_units
@@ -71,11 +67,9 @@ class SimNode(SimBridgeNode):
 
     def _setup_commands(self) -> None:
         self._command_subscription(JointState, "joint_commands", self._on_joint_commands)
+        self._command_subscription(Float64MultiArray, "forward_position_controller/commands", self._apply)
         self._command_subscription(
-            Float64MultiArray, "forward_position_controller/commands", self._on_forward
-        )
-        self._command_subscription(
-            JointTrajectory, "joint_trajectory_controller/joint_trajectory", self._on_trajectory
+            JointTrajectory, "joint_trajectory_controller/joint_trajectory", self._apply
         )
 
     # ------------------------------------------------------------------ commands
@@ -90,13 +84,13 @@ class SimNode(SimBridgeNode):
             self._target = self._current_positions()
             self.session.env.unwrapped.data.ctrl[:6] = self._target  # actuators are in joint order
 
-    def _apply(self, source: str, make_target) -> None:
+    def _apply(self, msg) -> None:
         if not self._active or self.session is None or self._target is None:
             return
         try:
-            target = self._safety.apply(make_target(), self._target)
+            target = self._safety.apply(parse_command(msg, JOINT_NAMES).onto(self._target), self._target)
         except CommandError as exc:
-            self.get_logger().warn(f"{source}: command rejected: {exc}", throttle_duration_sec=1.0)
+            self.get_logger().warn(f"command rejected: {exc}", throttle_duration_sec=1.0)
             return
         self._target = target
         self._last_command_time = time.monotonic()
@@ -110,22 +104,7 @@ class SimNode(SimBridgeNode):
         lockstep = self.cfg is not None and self.cfg.mode == "lockstep" and self.session is not None
         if lockstep and stamp and stamp != self.session.sim_time_ns:
             return
-        self._apply(
-            "joint_commands", lambda: positions_by_name(msg.name, msg.position, JOINT_NAMES, self._target)
-        )
-
-    def _on_forward(self, msg: Float64MultiArray) -> None:
-        self._apply(
-            "forward_position_controller/commands", lambda: positions_from_array(msg.data, JOINT_NAMES)
-        )
-
-    def _on_trajectory(self, msg: JointTrajectory) -> None:
-        self._apply(
-            "joint_trajectory",
-            lambda: positions_from_trajectory(
-                msg.joint_names, [p.positions for p in msg.points], JOINT_NAMES, self._target
-            ),
-        )
+        self._apply(msg)
 
     def _realtime_action(self) -> np.ndarray | None:
         if self._target is None:
