@@ -26,6 +26,7 @@ from lerobot.utils.errors import DeviceAlreadyConnectedError, DeviceNotConnected
 
 from lerobot_core.ros.device import BackgroundNode, import_rclpy, message_class, stamp_ns
 from lerobot_core.safety import SafetyFilter, SafetyLimits
+from lerobot_core.time import ns_to_stamp
 
 from .config_ros import (
     FLOAT64_MULTI_ARRAY,
@@ -254,9 +255,7 @@ class RosRobot(Robot):
         msg = self._msg_class()
         values = [float(v) for v in positions]
         if self.config.lockstep and self._tick_ns >= 0:  # the tick this command answers
-            stamp = message_class("builtin_interfaces/msg/Time")(
-                sec=self._tick_ns // 1_000_000_000, nanosec=self._tick_ns % 1_000_000_000
-            )
+            stamp = ns_to_stamp(self._tick_ns, message_class("builtin_interfaces/msg/Time"))
         else:
             stamp = self._node.node.get_clock().now().to_msg()
         if ctype == FLOAT64_MULTI_ARRAY:

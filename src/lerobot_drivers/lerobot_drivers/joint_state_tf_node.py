@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 import rclpy
 from rclpy.node import Node
-from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
@@ -68,7 +67,7 @@ class JointStateTfNode(Node):
             declare(self, "frame_prefix", "", "prefix for TF frame ids"),
         )
         self.model = None
-        self.pub_tf = self.create_publisher(TFMessage, "/tf", QoSProfile(depth=100))
+        self.pub_tf = self.create_publisher(TFMessage, "/tf", qos.TF)
         self.pub_static = self.create_publisher(TFMessage, "/tf_static", qos.LATCHED)
         if self.cfg.urdf_path:
             self._set_model(parse_urdf(self.cfg.urdf_path))

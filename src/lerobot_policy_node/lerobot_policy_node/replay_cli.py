@@ -20,6 +20,7 @@ import numpy as np
 from lerobot_core import cli
 from lerobot_core.dataset_actions import UNITS, DatasetActionsError, load_episode_actions, to_radians
 from lerobot_core.hub import HubError, resolve_dataset
+from lerobot_core.joint_map import index_plan
 
 from .replay import plan_replay
 from .safety import SafetyLimits
@@ -186,7 +187,8 @@ class _Replayer:
 
         self.rclpy, self.interface, self.joints, self.fps = rclpy, interface, joints, fps
         self.node = rclpy.create_node("lerobot_ros_replay")
-        self._latest: dict[str, float] = {}
+        self._latest = np.full(len(self.joints), np.nan)
+        self._seen = np.zeros(len(self.joints), dtype=bool)
         self._lock = threading.Lock()
         self.node.create_subscription(
             JointState,
@@ -212,8 +214,10 @@ class _Replayer:
         }
 
     def _on_joints(self, msg) -> None:
+        plan = index_plan(msg.name[: len(msg.position)], self.joints)
         with self._lock:
-            self._latest.update(zip(msg.name, msg.position, strict=False))
+            plan.gather(msg.position, self._latest)
+            self._seen[plan.dst] = True
             self._received = time.monotonic()
 
     def age_s(self) -> float:
@@ -223,8 +227,8 @@ class _Replayer:
 
     def present(self) -> np.ndarray | None:
         with self._lock:
-            if all(j in self._latest for j in self.joints):
-                return np.array([self._latest[j] for j in self.joints])
+            if self._seen.all():
+                return self._latest.copy()
         return None
 
     def topic(self, relative: str) -> str:

@@ -19,10 +19,10 @@ import numpy as np
 from geometry_msgs.msg import PoseStamped
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 
 from lerobot_core.joint_map import index_plan
+from lerobot_core.ros import qos
 from lerobot_core.ros.node import run_node
 from lerobot_core.ros.params import declare
 from lerobot_msgs.msg import ControlStatus, EpisodeInfo
@@ -93,18 +93,12 @@ class CorrectiveHumanNode(Node):
         self._handback_asked = 0.0
         self._command: list[float] | None = None  # the newest teleop command
         self._fresh = False  # published since the keep-alive's last tick
-        self.pub = self.create_publisher(
-            JointState, "teleop/joint_commands", QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
-        )
+        self.pub = self.create_publisher(JointState, "teleop/joint_commands", qos.LATEST)
         self.cli = self.create_client(ArbiterCommand, "arbiter/command")
         self.create_subscription(PoseStamped, "sim/cube_pose", self._on_cube, QOS_STATE)
         self.create_subscription(EpisodeInfo, "sim/episode_info", self._on_info, QOS_STATE)
-        status_qos = QoSProfile(
-            depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
-        )
-        self.create_subscription(ControlStatus, "arbiter/status", self._on_status, status_qos)
-        latest = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
-        self.create_subscription(JointState, "joint_states", self._on_joints, latest)
+        self.create_subscription(ControlStatus, "arbiter/status", self._on_status, qos.STATUS)
+        self.create_subscription(JointState, "joint_states", self._on_joints, qos.LATEST)
         # a leader arm reports at its own rate, not only when the follower does: the newest command
         # is repeated when no joint_states came for a period (the sim resetting or starved), so the
         # arbiter does not see a live human as silent

@@ -21,6 +21,13 @@ LATEST = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)
 LATCHED = QoSProfile(
     depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
 )
+# a status whose every transition counts (arbiter/status): reaches live subscribers, transient local
+# so a late joiner gets the newest
+STATUS = QoSProfile(
+    depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+)
+# /tf: reliable, volatile, a deep queue as tf2's broadcasters use (bursts of transforms per tick)
+TF = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
 
 
 def subscription_without_events(node, msg_type, topic: str, callback, qos, **kwargs):
@@ -48,4 +55,4 @@ def subscription_without_events(node, msg_type, topic: str, callback, qos, **kwa
     )
 
 
-__all__ = ["IMAGES", "LATCHED", "LATEST", "RELIABLE", "SENSOR", "subscription_without_events"]
+__all__ = ["IMAGES", "LATCHED", "LATEST", "RELIABLE", "SENSOR", "STATUS", "TF", "subscription_without_events"]
