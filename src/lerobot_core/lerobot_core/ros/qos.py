@@ -55,4 +55,14 @@ def subscription_without_events(node, msg_type, topic: str, callback, qos, **kwa
     )
 
 
-__all__ = ["IMAGES", "LATCHED", "LATEST", "RELIABLE", "SENSOR", "STATUS", "TF", "subscription_without_events"]
+__all__ = [
+    "IMAGES",
+    "LATCHED",
+    "LATEST",
+    "RECORDED",
+    "RELIABLE",
+    "SENSOR",
+    "STATUS",
+    "TF",
+    "subscription_without_events",
+]
