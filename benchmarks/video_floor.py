@@ -18,7 +18,7 @@ from pathlib import Path
 import av
 import numpy as np
 
-from lerobot_recorder.dataset.video import (
+from lerobot_dataset.video import (
     ENCODER_NICE,
     LEROBOT_VIDEO_SETTINGS,
     codec_options,

@@ -44,9 +44,7 @@ setup(
             "lerobot-record-control = lerobot_recorder.record_control:main",
             "lerobot-bag-import = lerobot_recorder.bag_import:main",
             "lerobot-bag-export = lerobot_recorder.bag_export:main",
-            "lerobot-dataset-info = lerobot_recorder.dataset_info:main",
             "lerobot-ros-dataset-viz = lerobot_recorder.dataset_viz:main",
-            "lerobot-ros-dataset-push = lerobot_recorder.dataset_push:main",
         ],
     },
 )

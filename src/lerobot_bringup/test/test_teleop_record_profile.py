@@ -10,13 +10,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from ament_index_python.packages import get_package_share_directory
 
 from lerobot_core.ament import find_executable
-from lerobot_recorder.dataset import DatasetReader
+from lerobot_dataset import DatasetReader
 
 pytestmark = pytest.mark.ros
 # check_with_lerobot.py: its accelerate stub and PyAV fallback decoder for LeRobot 0.4.4 here
-FIXTURES = Path(__file__).resolve().parents[2] / "lerobot_recorder" / "test" / "fixtures"
+FIXTURES = Path(get_package_share_directory("lerobot_dataset")) / "test" / "fixtures"
 
 
 @pytest.fixture(scope="module")

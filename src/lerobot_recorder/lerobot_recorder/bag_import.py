@@ -7,7 +7,7 @@ Every bag is checked before anything is written (readable, every contract topic 
 supported type, first messages decodable, sizes consistent across bags). Then each bag (or each
 segment between two messages of ``--split-topic``) becomes one episode: messages are read in log
 order, pushed into the :class:`~lerobot_core.alignment.Aligner`, and the settled ticks go to
-:class:`~lerobot_recorder.dataset.DatasetWriter`. A failure mid-bag discards that episode only;
+:class:`~lerobot_dataset.DatasetWriter`. A failure mid-bag discards that episode only;
 episodes saved before it stay. ``--jobs N`` / ``--ray ADDRESS`` convert bags in parallel workers and
 merge them in bag order (:mod:`~lerobot_recorder.bag_import_parallel`). ROS-free: uses ``rosbags`` only.
 """
@@ -411,7 +411,7 @@ def import_bags(
     ``non_finite``: a message whose values hold NaN or inf "refuse"s its bag (the default; earlier
     bags' episodes are kept) or is "drop"ped (counted per topic in the summary).
     """
-    from .dataset import DatasetError, DatasetWriter
+    from lerobot_dataset import DatasetError, DatasetWriter
 
     output = Path(output)
     if jobs is not None and jobs < 1:
@@ -590,7 +590,7 @@ def _remove_dataset(root: Path, keep_dir: bool) -> None:
 def _import_one(
     plan, contract, writer, summary, bar, label, latency_margin_s, log, non_finite="refuse"
 ) -> None:
-    from .dataset import DatasetError
+    from lerobot_dataset import DatasetError
 
     aligner = Aligner(
         contract.fps,
@@ -686,7 +686,7 @@ def _parse_image(value: str) -> tuple[str, str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .dataset.depth import X265_PRESETS
+    from lerobot_dataset.depth import X265_PRESETS
 
     p = argparse.ArgumentParser(
         prog="lerobot-bag-import",
@@ -821,8 +821,8 @@ def check_video_flags(args, contract: Contract, writer_options: dict) -> None:
     """--vcodec, --crf, --preset and the frame rate, tried on the encoder before any bag is read: a value
     it refuses is a BagImportError naming the flag (each camera's frame size is checked once it is known,
     before the first episode). With --resume and no --vcodec the dataset's codec is checked there."""
-    from .dataset import DatasetError
-    from .dataset.video import (
+    from lerobot_dataset import DatasetError
+    from lerobot_dataset.video import (
         EncoderSettingError,
         check_encoder_settings,
         codec_options,

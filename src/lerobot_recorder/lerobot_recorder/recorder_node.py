@@ -49,11 +49,11 @@ from lerobot_core.ros import qos
 from lerobot_core.ros.device import message_class
 from lerobot_core.ros.node import run_node
 from lerobot_core.ros.params import declare
+from lerobot_dataset import DatasetError
+from lerobot_dataset.depth import X265_PRESETS, check_lerobot_version
 from lerobot_msgs.action import RecordEpisode
 from lerobot_msgs.msg import EpisodeInfo, RecorderStatus, StreamStatus
 from lerobot_msgs.srv import StartEpisode
-from lerobot_recorder.dataset import DatasetError
-from lerobot_recorder.dataset.depth import X265_PRESETS, check_lerobot_version
 from lerobot_recorder.episode_control import EpisodeConfig, EpisodeError, State, check_episode_boundaries
 from lerobot_recorder.live_recorder import MODES, LiveConfig, LiveRecorder, NoMessageYetError, RecorderError
 
@@ -621,7 +621,7 @@ class RecorderNode(LifecycleNode):
         (the dataset on disk is complete either way, so the exit code stays 0)."""
         if not self.get_parameter("push_to_hub").value or self.get_parameter("mode").value == "raw":
             return
-        from .dataset_push import plan_push, push
+        from lerobot_dataset.push import plan_push, push
 
         repo_id, root = (
             str(self.get_parameter("repo_id").value),

@@ -7,7 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "lerobot_v30_small"
+from ament_index_python.packages import get_package_share_directory
+
+FIXTURE = Path(get_package_share_directory("lerobot_dataset")) / "test" / "fixtures" / "lerobot_v30_small"
 
 
 def _string(buf: bytes, pos: int) -> tuple[str, int]:

@@ -12,10 +12,11 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from ament_index_python.packages import get_package_share_directory
 from rosbags.typesys import Stores, get_typestore
 
+from lerobot_dataset import DatasetReader
 from lerobot_recorder.contract import Contract, ContractError
-from lerobot_recorder.dataset import DatasetReader
 from lerobot_recorder.episode_control import EpisodeConfig
 from lerobot_recorder.live_recorder import RESULT_SAVED, LiveConfig, LiveRecorder
 
@@ -26,7 +27,9 @@ JOINT_STATE = TS.types["sensor_msgs/msg/JointState"]
 JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
 STATUS = "/arbiter/status"
 POLICY, HUMAN, HOLD = 0, 1, 2
-CHECK = Path(__file__).resolve().parent / "fixtures" / "check_hil_with_lerobot.py"
+CHECK = (
+    Path(get_package_share_directory("lerobot_dataset")) / "test" / "fixtures" / "check_hil_with_lerobot.py"
+)
 
 
 def hil_contract(fps=10) -> dict:
