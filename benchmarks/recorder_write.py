@@ -33,19 +33,19 @@ from pathlib import Path
 import numpy as np
 from video_floor import decode, encoder_settings, psnr
 
-from lerobot_dataset import video
-from lerobot_dataset.video import ENCODER_NICE
+from lerobot_dataset import encoders
+from lerobot_dataset.encoders import ENCODER_NICE
 
 # Both floors and LeRobot's writer drop CAP_SYS_NICE first, as our encoder threads do: otherwise, run as
-# root, SVT-AV1 puts its workers on SCHED_FIFO 99 there and not in ours (see video.forbid_realtime_priority).
+# root, SVT-AV1 puts its workers on SCHED_FIFO 99 there and not in ours (see encoders.forbid_realtime_priority).
 NO_REALTIME = (
     textwrap.dedent(
         f"""
-    _CAP_SYS_NICE = {video._CAP_SYS_NICE}
-    _LINUX_CAPABILITY_VERSION_3 = {video._LINUX_CAPABILITY_VERSION_3}
+    _CAP_SYS_NICE = {encoders._CAP_SYS_NICE}
+    _LINUX_CAPABILITY_VERSION_3 = {encoders._LINUX_CAPABILITY_VERSION_3}
     """
     )
-    + textwrap.dedent(inspect.getsource(video.forbid_realtime_priority))
+    + textwrap.dedent(inspect.getsource(encoders.forbid_realtime_priority))
     + "\nforbid_realtime_priority()\n"
 )
 

@@ -11,7 +11,8 @@ import pytest
 
 from lerobot_dataset import DatasetError, DatasetReader, DatasetWriter
 from lerobot_dataset import video as video_mod
-from lerobot_dataset.video import count_frames, wait_until
+from lerobot_dataset.mp4 import count_frames
+from lerobot_dataset.video import wait_until
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "lerobot_v30_small"
 FPS = 10

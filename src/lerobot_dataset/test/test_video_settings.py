@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from lerobot_dataset import DatasetError, DatasetReader, DatasetWriter
-from lerobot_dataset.video import (
+from lerobot_dataset.encoders import (
     HW_ENCODERS,
     LEROBOT_VIDEO_SETTINGS,
     codec_options,

@@ -30,7 +30,7 @@ from lerobot_core import cli
 from lerobot_core.contract import IMAGE, IMAGE_PREFIX, JOINT_STATE, Contract, ContractError
 from lerobot_core.topics import camera_name, camera_topic
 from lerobot_dataset.depth import DepthQuantizer, is_depth_feature
-from lerobot_dataset.video import iter_frames
+from lerobot_dataset.mp4 import iter_frames
 
 from . import bag_io
 

@@ -822,7 +822,7 @@ def check_video_flags(args, contract: Contract, writer_options: dict) -> None:
     it refuses is a BagImportError naming the flag (each camera's frame size is checked once it is known,
     before the first episode). With --resume and no --vcodec the dataset's codec is checked there."""
     from lerobot_dataset import DatasetError
-    from lerobot_dataset.video import (
+    from lerobot_dataset.encoders import (
         EncoderSettingError,
         check_encoder_settings,
         codec_options,
