@@ -37,10 +37,10 @@ from video_floor import bare_encode, decode, encoder_settings, parse_spec, psnr
 
 from lerobot_core.alignment import Aligner
 from lerobot_core.contract import Contract
+from lerobot_dataset import DatasetReader
+from lerobot_dataset.video import rgb_to_yuv420p
 from lerobot_recorder import bag_io, bag_read
 from lerobot_recorder.bag_import import import_bags
-from lerobot_recorder.dataset import DatasetReader
-from lerobot_recorder.dataset.video import rgb_to_yuv420p
 
 JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
 CAM = "/cameras/front/image_raw"

@@ -34,9 +34,9 @@ import psutil
 import yaml
 from video_floor import bare_encode, encoder_settings, frame_psnr, iter_decoded
 
-from lerobot_recorder.dataset import DatasetReader
-from lerobot_recorder.dataset import format as fmt
-from lerobot_recorder.dataset.video import iter_frames
+from lerobot_dataset import DatasetReader
+from lerobot_dataset import format as fmt
+from lerobot_dataset.mp4 import iter_frames
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ROOT / "src" / "lerobot_recorder" / "test" / "live_sources.py"

@@ -33,19 +33,19 @@ from pathlib import Path
 import numpy as np
 from video_floor import decode, encoder_settings, psnr
 
-from lerobot_recorder.dataset import video
-from lerobot_recorder.dataset.video import ENCODER_NICE
+from lerobot_dataset import encoders
+from lerobot_dataset.encoders import ENCODER_NICE
 
 # Both floors and LeRobot's writer drop CAP_SYS_NICE first, as our encoder threads do: otherwise, run as
-# root, SVT-AV1 puts its workers on SCHED_FIFO 99 there and not in ours (see video.forbid_realtime_priority).
+# root, SVT-AV1 puts its workers on SCHED_FIFO 99 there and not in ours (see encoders.forbid_realtime_priority).
 NO_REALTIME = (
     textwrap.dedent(
         f"""
-    _CAP_SYS_NICE = {video._CAP_SYS_NICE}
-    _LINUX_CAPABILITY_VERSION_3 = {video._LINUX_CAPABILITY_VERSION_3}
+    _CAP_SYS_NICE = {encoders._CAP_SYS_NICE}
+    _LINUX_CAPABILITY_VERSION_3 = {encoders._LINUX_CAPABILITY_VERSION_3}
     """
     )
-    + textwrap.dedent(inspect.getsource(video.forbid_realtime_priority))
+    + textwrap.dedent(inspect.getsource(encoders.forbid_realtime_priority))
     + "\nforbid_realtime_priority()\n"
 )
 
@@ -102,7 +102,7 @@ COMMON = textwrap.dedent(
 OURS_THROUGHPUT = COMMON + textwrap.dedent(
     """
     import json, sys, time
-    from lerobot_recorder.dataset import DatasetWriter
+    from lerobot_dataset import DatasetWriter
     root, n, vcodec, preset = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
     preset = None if preset == "" else int(preset) if preset.isdigit() else preset
     frames = precompute()
@@ -194,7 +194,7 @@ OURS_MEMORY = COMMON + textwrap.dedent(
     """
     import json, resource, sys, time
     import psutil
-    from lerobot_recorder.dataset import DatasetWriter
+    from lerobot_dataset import DatasetWriter
     root, n = sys.argv[1], int(sys.argv[2])
     frames = precompute(60)
     proc = psutil.Process()

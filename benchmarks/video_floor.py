@@ -18,15 +18,15 @@ from pathlib import Path
 import av
 import numpy as np
 
-from lerobot_recorder.dataset.video import (
+from lerobot_dataset.encoders import (
     ENCODER_NICE,
     LEROBOT_VIDEO_SETTINGS,
     codec_options,
     describe_settings,
     forbid_realtime_priority,
     resolve_encoder,
-    rgb_to_yuv420p,
 )
+from lerobot_dataset.video import rgb_to_yuv420p
 
 
 def parse_spec(spec: str) -> tuple[str, int | str | None]:

@@ -7,7 +7,7 @@
         --out outputs/dagger_round
 
 1. copies --demos into <out>/dataset with the HIL extras (complementary_info.is_intervention = true,
-   control_mode = human on every demo frame: lerobot_recorder.dataset.edit.add_constant_features),
+   control_mode = human on every demo frame: lerobot_dataset.edit.add_constant_features),
    then records --hil-episodes episodes into it with `lerobot-launch hil_sim_so101 resume:=true`:
    v0 drives, the scripted corrective human takes over when the rollout goes wrong (docs/hil.md).
    HIL seeds start at --hil-seed, disjoint from the demos' (0..) and the eval seeds;
@@ -15,7 +15,7 @@
    (v0's architecture and settings; normalization statistics of the dataset it trains on). Which HIL
    frames: --hil-frames all (LeRobot's guide: every frame, v0's own included), or interventions
    (HG-DAgger: only the frames the human drove; <out>/dataset_interventions, each run of them one
-   episode, made by lerobot_recorder.dataset.edit.keep_frames, which re-encodes camera videos with
+   episode, made by lerobot_dataset.edit.keep_frames, which re-encodes camera videos with
    the recording's codec; the demos count as human-driven);
 3. evaluates v0 and v1 with `lerobot-sim-eval` through ROS (lockstep) on the same --eval-seed.. seeds;
 4. writes <out>/metrics.json (--hil-frames interventions: metrics_interventions.json) and prints
@@ -42,8 +42,8 @@ import pyarrow.parquet as pq
 from closed_loop import ROOT, add_train_eval_arguments, dropped_ticks, evaluate, run, train, train_log
 
 from lerobot_core import cli
+from lerobot_dataset.edit import add_constant_features, keep_frames
 from lerobot_msgs.msg import ControlStatus
-from lerobot_recorder.dataset.edit import add_constant_features, keep_frames
 
 INTERVENTION = "complementary_info.is_intervention"
 SEED = re.compile(r"\(seed (\d+)\)")

@@ -531,7 +531,7 @@ def test_lerobot_record_then_replay_on_the_sim(side, sim, tmp_path, ros_node):
     assert res.returncode == 0, (
         f"{res.stdout[-2000:]}\n{res.stderr[-6000:]}\nexpert:\n{sim.log('expert')[-1500:]}"
     )
-    from lerobot_recorder.dataset.reader import DatasetReader
+    from lerobot_dataset.reader import DatasetReader
 
     root = tmp_path / "outputs/lerobot_sim_so101"  # the doc's --dataset.root, relative to where it ran
     reader = DatasetReader(root)
@@ -837,7 +837,7 @@ def test_lerobot_rollout_dagger_records_a_hil_dataset_on_the_sim(side06, sim, tm
     the others are the policy's (not the leader's)."""
     import pty
 
-    from lerobot_recorder.dataset.reader import DatasetReader
+    from lerobot_dataset.reader import DatasetReader
 
     async_inference_files(tmp_path)
     start_expert_as_leader(sim)
@@ -1032,7 +1032,7 @@ def test_lerobot_record_equals_the_recorder_node_frame_for_frame(side, tmp_path,
     cameras' decoded videos within codec tolerance (both sides encode the same raw frames with H.264).
     """
     from lerobot_core.ros.testing import RosProcess
-    from lerobot_recorder.dataset.reader import DatasetReader
+    from lerobot_dataset.reader import DatasetReader
 
     ours, theirs = tmp_path / "recorder_node", tmp_path / "lerobot_record"
     with (

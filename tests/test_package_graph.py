@@ -1,6 +1,9 @@
 """The package dependency graph: every lerobot_* import is declared in package.xml and points down.
 
-    msgs, core  <-  drivers, recorder, policy_node  <-  sim  <-  bringup
+    msgs, core  <-  dataset  <-  drivers, recorder, policy_node  <-  sim  <-  bringup
+
+lerobot_dataset (the LeRobotDataset v3 library) is ROS-free: it imports only lerobot_core, and
+never rclpy (nor lerobot_core.ros), so it installs and runs without ROS.
 
 Plain pytest, no ROS: imports are read from the source with ``ast`` (also the ones inside functions).
 Package code must be covered by exec_depend/depend; test code by those or test_depend.
@@ -20,26 +23,32 @@ PACKAGES = sorted(
 )
 
 # the lerobot_* packages each package may import (besides itself)
-LOWER = {"lerobot_msgs", "lerobot_core"}
+LOWER = {"lerobot_msgs", "lerobot_core", "lerobot_dataset"}
 MIDDLE = {"lerobot_drivers", "lerobot_recorder", "lerobot_policy_node"}
 ALLOWED = {
     "lerobot_msgs": set(),
     "lerobot_core": {"lerobot_msgs"},
+    "lerobot_dataset": {"lerobot_core"},
     **{pkg: LOWER for pkg in MIDDLE},
     "lerobot_sim": LOWER | MIDDLE,
     "lerobot_bringup": LOWER | MIDDLE | {"lerobot_sim"},
 }
 
 
-def _imports(path: Path) -> list[tuple[int, str]]:
-    """(line, module) of every absolute lerobot_* import in a file."""
+def _all_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every absolute import in a file (also the ones inside functions)."""
     out = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
         if isinstance(node, ast.Import):
             out += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             out.append((node.lineno, node.module))
-    return [(line, mod) for line, mod in out if mod.split(".")[0].startswith("lerobot_")]
+    return out
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every absolute lerobot_* import in a file."""
+    return [(line, mod) for line, mod in _all_imports(path) if mod.split(".")[0].startswith("lerobot_")]
 
 
 def _python_files(pkg: str, tests: bool) -> list[Path]:
@@ -100,20 +109,25 @@ def test_imports_point_down_the_layers(pkg, tests):
     assert not problems, "\n".join(problems)
 
 
+def ros_imports(root: Path, skip: str | None = None) -> list[str]:
+    """Imports of rclpy and of lerobot_core.ros under a package folder (except its sub-package `skip`)."""
+    return [
+        f"{path.relative_to(SRC)}:{line}: {mod}"
+        for path in sorted(root.rglob("*.py"))
+        if path.relative_to(root).parts[0] != skip
+        for line, mod in _all_imports(path)
+        if mod.split(".")[0] == "rclpy" or (mod + ".").startswith("lerobot_core.ros.")
+    ]
+
+
 def test_lerobot_core_top_level_never_imports_rclpy():
-    core = SRC / "lerobot_core" / "lerobot_core"
-    found = []
-    for path in sorted(core.rglob("*.py")):
-        if path.relative_to(core).parts[0] == "ros":
-            continue  # lerobot_core.ros is where the rclpy helpers live
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
-            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names = [node.module]
-            found += [
-                f"{path.relative_to(SRC)}:{node.lineno}: {n}" for n in names if n.split(".")[0] == "rclpy"
-            ]
-    assert found == []
+    """lerobot_core.ros is where the rclpy helpers live; the rest of lerobot_core imports neither."""
+    assert ros_imports(SRC / "lerobot_core" / "lerobot_core", skip="ros") == []
+
+
+def test_lerobot_dataset_is_ros_free():
+    """Neither rclpy nor lerobot_core.ros anywhere in the package's code."""
+    assert ros_imports(SRC / "lerobot_dataset" / "lerobot_dataset") == []
 
 
 def test_the_checks_catch_a_violation(tmp_path, monkeypatch):
@@ -139,7 +153,26 @@ def test_the_checks_catch_a_violation(tmp_path, monkeypatch):
     ]
     assert upward("lerobot_drivers", tests=False) == [
         "lerobot_drivers/lerobot_drivers/node.py:2: imports lerobot_bringup.shutdown, but lerobot_drivers "
-        "may only use ['lerobot_core', 'lerobot_msgs']",
+        "may only use ['lerobot_core', 'lerobot_dataset', 'lerobot_msgs']",
         "lerobot_drivers/lerobot_drivers/node.py:4: imports lerobot_recorder.contract, but lerobot_drivers "
-        "may only use ['lerobot_core', 'lerobot_msgs']",
+        "may only use ['lerobot_core', 'lerobot_dataset', 'lerobot_msgs']",
+    ]
+
+
+def test_the_checks_catch_ros_in_the_dataset_library(tmp_path, monkeypatch):
+    """lerobot_dataset importing the recorder, rclpy (in a function) or lerobot_core.ros is reported."""
+    pkg = tmp_path / "src" / "lerobot_dataset"
+    (pkg / "lerobot_dataset").mkdir(parents=True)
+    (pkg / "package.xml").write_text("<package><exec_depend>lerobot_core</exec_depend></package>")
+    (pkg / "lerobot_dataset" / "w.py").write_text(
+        "from lerobot_core.ros.qos import x\nfrom lerobot_recorder import y\ndef f():\n    import rclpy.node\n"
+    )
+    monkeypatch.setitem(globals(), "SRC", tmp_path / "src")
+    assert upward("lerobot_dataset", tests=False) == [
+        "lerobot_dataset/lerobot_dataset/w.py:2: imports lerobot_recorder, but lerobot_dataset may only use "
+        "['lerobot_core']"
+    ]
+    assert ros_imports(pkg / "lerobot_dataset") == [
+        "lerobot_dataset/lerobot_dataset/w.py:1: lerobot_core.ros.qos",
+        "lerobot_dataset/lerobot_dataset/w.py:4: rclpy.node",
     ]

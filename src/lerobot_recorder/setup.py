@@ -29,7 +29,7 @@ setup(
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
         ("share/" + package_name, ["package.xml"] + glob("README.md")),
         ("bin", sorted(glob("bin/*"))),  # lerobot-* commands by name from install/setup.bash
-        *share_tree("launch", "config", "test/fixtures"),  # bringup's tests use the LeRobot checks
+        *share_tree("launch", "config"),
     ],
     install_requires=["setuptools"],
     extras_require={"test": ["pytest"]},  # lets `colcon test` run the pytest suite
@@ -44,9 +44,7 @@ setup(
             "lerobot-record-control = lerobot_recorder.record_control:main",
             "lerobot-bag-import = lerobot_recorder.bag_import_cli:main",
             "lerobot-bag-export = lerobot_recorder.bag_export:main",
-            "lerobot-dataset-info = lerobot_recorder.dataset_info:main",
             "lerobot-ros-dataset-viz = lerobot_recorder.dataset_viz:main",
-            "lerobot-ros-dataset-push = lerobot_recorder.dataset_push:main",
         ],
     },
 )

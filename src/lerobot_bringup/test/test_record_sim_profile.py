@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from lerobot_core.ament import find_executable
-from lerobot_recorder.dataset import DatasetReader
+from lerobot_dataset import DatasetReader
 from lerobot_recorder.sim_seeds import read_seeds
 from lerobot_sim.envs.so101_cube import HOME_POSE
 

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from lerobot_core.ament import find_executable, share_path
-from lerobot_recorder.dataset import DatasetReader
+from lerobot_dataset import DatasetReader
 
 pytestmark = pytest.mark.ros
 # check_with_lerobot.py: its accelerate stub and PyAV fallback decoder for LeRobot 0.4.4 here
-FIXTURES = share_path("lerobot_recorder") / "test" / "fixtures"
+FIXTURES = share_path("lerobot_dataset") / "test" / "fixtures"
 
 
 @pytest.fixture(scope="module")

@@ -18,9 +18,10 @@ import time
 import numpy as np
 
 from lerobot_core import cli
-from lerobot_core.dataset_actions import UNITS, DatasetActionsError, load_episode_actions, to_radians
 from lerobot_core.hub import HubError, resolve_dataset
 from lerobot_core.joint_map import index_plan
+from lerobot_dataset import DatasetError
+from lerobot_dataset.episode_actions import UNITS, load_episode_actions, to_radians
 
 from .replay import plan_replay
 from .safety import SafetyLimits
@@ -140,7 +141,7 @@ def load_actions(args) -> tuple[list[str], np.ndarray, float]:
         episode = load_episode_actions(resolve_dataset(args.dataset), args.episode, args.feature)
     except HubError as exc:
         raise ReplayError(f"DATASET: {exc}") from None
-    except DatasetActionsError as exc:
+    except DatasetError as exc:
         text = str(exc)
         flag = (
             "--episode" if text.startswith("episode ") else "--feature" if "no feature" in text else "DATASET"
@@ -161,7 +162,7 @@ def load_actions(args) -> tuple[list[str], np.ndarray, float]:
             raise ReplayError("--units and --contract: give one (the contract says its units)")
     try:
         actions = to_radians(episode.values, units, scale, offset)
-    except DatasetActionsError as exc:
+    except DatasetError as exc:
         raise ReplayError(f"--units {units}: {exc} (pass --contract)") from None
     return joints, actions, args.fps or episode.fps
 

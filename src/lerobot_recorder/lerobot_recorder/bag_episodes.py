@@ -1,7 +1,7 @@
 """One rosbag2 -> episodes of a LeRobotDataset v3: the checks before anything is written (readable,
 every contract topic present with a supported type, first messages decodable, clocks), and the
 conversion of one bag (:func:`import_one`) through the alignment core into a
-:class:`~lerobot_recorder.dataset.DatasetWriter`. Used by the serial import
+:class:`~lerobot_dataset.DatasetWriter`. Used by the serial import
 (:mod:`~lerobot_recorder.bag_import`) and by its parallel workers
 (:mod:`~lerobot_recorder.bag_import_parallel`). ROS-free: uses ``rosbags`` only.
 """
@@ -397,7 +397,7 @@ def in_cli_words(message: str, root: Path) -> str:
 def import_one(
     plan, contract, writer, summary, bar, label, latency_margin_s, log, non_finite="refuse"
 ) -> None:
-    from .dataset import DatasetError
+    from lerobot_dataset import DatasetError
 
     aligner = Aligner(
         contract.fps,

@@ -29,10 +29,10 @@ from rosbags.rosbag2 import StoragePlugin, Writer
 from lerobot_core import cli
 from lerobot_core.contract import IMAGE, IMAGE_PREFIX, JOINT_STATE, Contract, ContractError
 from lerobot_core.topics import camera_name, camera_topic
+from lerobot_dataset.depth import DepthQuantizer, is_depth_feature
+from lerobot_dataset.mp4 import iter_frames
 
 from . import bag_io
-from .dataset.depth import DepthQuantizer, is_depth_feature
-from .dataset.video import iter_frames
 
 __all__ = ["ExportError", "export_episode", "main"]
 
@@ -138,8 +138,8 @@ def export_episode(
     start_ns: int | None = None,
 ) -> dict:
     """Write episode ``episode`` of ``dataset`` to a new mcap rosbag2 at ``output``; returns counts."""
-    from .dataset import DatasetError, DatasetReader
-    from .dataset import format as dsfmt
+    from lerobot_dataset import DatasetError, DatasetReader
+    from lerobot_dataset import format as dsfmt
 
     output = Path(output)
     if output.exists():

@@ -7,7 +7,7 @@ Every bag is checked before anything is written (readable, every contract topic 
 supported type, first messages decodable, sizes consistent across bags). Then each bag (or each
 segment between two messages of ``--split-topic``) becomes one episode: messages are read in log
 order, pushed into the :class:`~lerobot_core.alignment.Aligner`, and the settled ticks go to
-:class:`~lerobot_recorder.dataset.DatasetWriter`. A failure mid-bag discards that episode only;
+:class:`~lerobot_dataset.DatasetWriter`. A failure mid-bag discards that episode only;
 episodes saved before it stay. ``--jobs N`` / ``--ray ADDRESS`` convert bags in parallel workers and
 merge them in bag order (:mod:`~lerobot_recorder.bag_import_parallel`). ROS-free: uses ``rosbags`` only.
 """
@@ -70,7 +70,7 @@ def import_bags(
     ``non_finite``: a message whose values hold NaN or inf "refuse"s its bag (the default; earlier
     bags' episodes are kept) or is "drop"ped (counted per topic in the summary).
     """
-    from .dataset import DatasetError, DatasetWriter
+    from lerobot_dataset import DatasetError, DatasetWriter
 
     output = Path(output)
     if jobs is not None and jobs < 1:

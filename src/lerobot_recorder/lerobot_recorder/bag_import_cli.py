@@ -28,7 +28,7 @@ def _parse_image(value: str) -> tuple[str, str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .dataset.depth import X265_PRESETS
+    from lerobot_dataset.depth import X265_PRESETS
 
     p = argparse.ArgumentParser(
         prog="lerobot-bag-import",
@@ -163,8 +163,8 @@ def check_video_flags(args, contract: Contract, writer_options: dict) -> None:
     """--vcodec, --crf, --preset and the frame rate, tried on the encoder before any bag is read: a value
     it refuses is a BagImportError naming the flag (each camera's frame size is checked once it is known,
     before the first episode). With --resume and no --vcodec the dataset's codec is checked there."""
-    from .dataset import DatasetError
-    from .dataset.video import (
+    from lerobot_dataset import DatasetError
+    from lerobot_dataset.encoders import (
         EncoderSettingError,
         check_encoder_settings,
         codec_options,

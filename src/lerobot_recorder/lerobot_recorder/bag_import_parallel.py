@@ -45,8 +45,8 @@ def convert_bag_to_part(
     latency_margin_s: float,
 ) -> dict:
     """Worker: bag -> a new partial dataset. Returns what the merge needs (picklable, small)."""
-    from .dataset import DatasetReader, DatasetWriter
-    from .dataset import format as fmt
+    from lerobot_dataset import DatasetReader, DatasetWriter
+    from lerobot_dataset import format as fmt
 
     os.environ.setdefault("SVT_LOG", "1")
     part = Path(parts_dir) / f"bag-{index:05d}-{uuid.uuid4().hex[:8]}"

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .dataset import DatasetError, DatasetReader
-from .dataset.depth import depth_preview
+from lerobot_dataset import DatasetError, DatasetReader
+from lerobot_dataset.depth import depth_preview
 
 DEFAULT_COLUMNS = ("timestamp", "frame_index", "episode_index", "index", "task_index")
 STATE, ACTION = "observation.state", "action"

@@ -25,9 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from lerobot_core import cli
+from lerobot_dataset import DatasetError, DatasetReader
+from lerobot_dataset.depth import depth_preview
 
-from .dataset import DatasetError, DatasetReader
-from .dataset.depth import depth_preview
 from .dataset_report import ACTION, STATE, flag_columns, write_report
 
 PROG = "lerobot-ros-dataset-viz"

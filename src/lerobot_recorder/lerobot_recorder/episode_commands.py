@@ -9,9 +9,9 @@ from __future__ import annotations
 import time
 
 from lerobot_core.alignment import Aligner
+from lerobot_dataset import DatasetError
+from lerobot_dataset.storage import is_disk_full
 
-from .dataset import DatasetError
-from .dataset.storage import is_disk_full
 from .episode_control import Effect, EpisodeError, State
 from .live_types import (
     NON_FINITE_REFUSALS_TO_STOP,

@@ -37,10 +37,10 @@ import numpy as np
 
 from lerobot_core.alignment import RECEIVE
 from lerobot_core.contract import CONTROL_STATUS, IMAGE_TYPES, LATCHED_TYPES, Contract, NonFiniteSampleError
+from lerobot_dataset import DatasetError, DatasetWriter
+from lerobot_dataset import format as dsfmt
+from lerobot_dataset.storage import is_disk_full
 
-from .dataset import DatasetError, DatasetWriter
-from .dataset import format as dsfmt
-from .dataset.storage import is_disk_full
 from .episode_commands import EpisodeCommands
 from .episode_control import (
     EpisodeController,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from lerobot_core.alignment import Aligner
 from lerobot_core.contract import IMAGE_TYPES, LATCHED_TYPES, Contract
+from lerobot_dataset import format as dsfmt
 
-from .dataset import format as dsfmt
 from .episode_control import EpisodeConfig, State
 from .rate_audit import AuditSpec, StreamHealth
 from .raw_bag import ThreadedBagWriter

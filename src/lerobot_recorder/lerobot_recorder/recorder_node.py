@@ -304,7 +304,7 @@ class RecorderNode(RecorderRequests, LifecycleNode):
         (the dataset on disk is complete either way, so the exit code stays 0)."""
         if not self.get_parameter("push_to_hub").value or self.get_parameter("mode").value == "raw":
             return
-        from .dataset_push import plan_push, push
+        from lerobot_dataset.push import plan_push, push
 
         repo_id, root = (
             str(self.get_parameter("repo_id").value),

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from functools import partial
 
 from lerobot_core.ros.params import declare
-from lerobot_recorder.dataset import DatasetError
-from lerobot_recorder.dataset.depth import X265_PRESETS, check_lerobot_version
+from lerobot_dataset import DatasetError
+from lerobot_dataset.depth import X265_PRESETS, check_lerobot_version
 from lerobot_recorder.episode_control import EpisodeConfig, check_episode_boundaries
 from lerobot_recorder.live_recorder import MODES, LiveConfig, RecorderError
 

@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 from rosbags.rosbag2 import Reader
 
+from lerobot_core.ament import share_path
 from lerobot_core.contract import Contract
+from lerobot_dataset import DatasetReader, DatasetWriter
 from lerobot_recorder import bag_io
 from lerobot_recorder.bag_export import ExportError, export_episode, main
 from lerobot_recorder.bag_import import import_bags
-from lerobot_recorder.dataset import DatasetReader, DatasetWriter
 
 JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
 FPS = 10
@@ -150,9 +151,8 @@ def test_errors(dataset, tmp_path, capsys):
 
 def test_export_a_dataset_written_by_real_lerobot(tmp_path):
     """The committed fixture was written by LeRobot 0.4.4 itself (see fixtures/make_lerobot_fixture.py)."""
-    from pathlib import Path
 
-    fixture = Path(__file__).parent / "fixtures" / "lerobot_v30_small"
+    fixture = share_path("lerobot_dataset") / "test" / "fixtures" / "lerobot_v30_small"
     reader = DatasetReader(fixture)
     last = reader.num_episodes - 1
     result = export_episode(fixture, last, tmp_path / "bag", start_ns=0)

@@ -7,7 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "lerobot_v30_small"
+from lerobot_core.ament import share_path
+
+FIXTURE = share_path("lerobot_dataset") / "test" / "fixtures" / "lerobot_v30_small"
 
 
 def _string(buf: bytes, pos: int) -> tuple[str, int]:

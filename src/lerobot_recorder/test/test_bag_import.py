@@ -8,10 +8,10 @@ import pytest
 from rosbags.rosbag2 import StoragePlugin, Writer
 
 from lerobot_core.contract import Contract
+from lerobot_dataset import DatasetReader, DatasetWriter
 from lerobot_recorder import bag_io
 from lerobot_recorder.bag_import import BagImportError, import_bags
 from lerobot_recorder.bag_import_cli import main
-from lerobot_recorder.dataset import DatasetReader, DatasetWriter
 
 SO101 = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
 T0 = 1_700_000_000 * 1_000_000_000  # a realistic epoch stamp

@@ -18,9 +18,9 @@ import pytest
 from rosbags.rosbag2 import StoragePlugin, Writer
 
 from lerobot_core.contract import Contract
+from lerobot_dataset import DatasetReader
 from lerobot_recorder import bag_io
 from lerobot_recorder.bag_import import BagImportError, import_bags
-from lerobot_recorder.dataset import DatasetReader
 
 JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
 CAM = "/cameras/front/image_raw"

@@ -4,7 +4,7 @@ episode's values, and the PNG report has the plots and contact sheets, of the ri
 import numpy as np
 import pytest
 
-from lerobot_recorder.dataset import DatasetWriter
+from lerobot_dataset import DatasetWriter
 from lerobot_recorder.dataset_viz import main
 
 NAMES = [
@@ -236,7 +236,7 @@ def hil_dataset(tmp_path_factory):
 def test_report_names_units_resets_and_interventions(hil_dataset, tmp_path):
     import cv2
 
-    from lerobot_recorder.dataset import DatasetReader
+    from lerobot_dataset import DatasetReader
     from lerobot_recorder.dataset_report import SHADE, _labels, reset_frames
 
     reader = DatasetReader(hil_dataset)

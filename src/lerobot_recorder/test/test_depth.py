@@ -14,10 +14,10 @@ import pytest
 from rosbags.rosbag2 import StoragePlugin, Writer
 
 from lerobot_core.contract import Contract, ContractError
+from lerobot_dataset import DatasetError, DatasetReader, DatasetWriter
+from lerobot_dataset.depth import QMAX, DepthQuantizer
 from lerobot_recorder import bag_io
 from lerobot_recorder.bag_import_cli import main as bag_import_main
-from lerobot_recorder.dataset import DatasetError, DatasetReader, DatasetWriter
-from lerobot_recorder.dataset.depth import QMAX, DepthQuantizer
 
 H, W = 48, 64  # x265 fails now and then (AVERROR_PATCHWELCOME on mux) below a 64-pixel CTU: 32x24 did 3 in 40
 NS = 1_000_000_000
@@ -167,7 +167,7 @@ def test_writer_stores_lerobot_06_depth_video(tmp_path, unit):
     assert len(codes) == 15
     for got, want in zip(codes, expected, strict=True):
         np.testing.assert_array_equal(got, want)
-    from lerobot_recorder.dataset.check import check_dataset
+    from lerobot_dataset.check import check_dataset
 
     assert check_dataset(root) == []  # lerobot-dataset-info --check: every depth video decodes in full
     # our reader decodes depth in the recorded unit, within the quantisation error
@@ -418,7 +418,7 @@ def test_short_depth_episodes_get_sane_decode_timestamps(tmp_path):
 @pytest.mark.parametrize("unit", ["mm", "m"])
 def test_keep_frames_copies_depth_codes_unchanged(tmp_path, unit):
     """Cutting frames out (keep_frames) re-encodes a depth camera to the very codes it had."""
-    from lerobot_recorder.dataset.edit import keep_frames
+    from lerobot_dataset.edit import keep_frames
 
     depths = _depth_frames(6, unit, seed=5)
     with DatasetWriter.create(tmp_path / "src", 15, _features(unit), vcodec="libx264") as w:

@@ -22,15 +22,16 @@ import numpy as np
 import pytest
 from rosbags.rosbag2 import StoragePlugin, Writer
 
+from lerobot_core.ament import share_path
 from lerobot_core.contract import Contract
+from lerobot_dataset import DatasetWriter
 from lerobot_recorder import bag_io
 from lerobot_recorder.bag_import import import_bags
-from lerobot_recorder.dataset import DatasetWriter
 from lerobot_recorder.episode_control import EpisodeConfig
 from lerobot_recorder.live_recorder import LiveConfig, LiveRecorder
 from lerobot_recorder.live_types import RESULT_SAVED
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = share_path("lerobot_dataset") / "test" / "fixtures"  # LeRobot-written datasets, checkers
 CHECK = FIXTURES / "check_with_lerobot.py"
 JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
 CAM = "/cameras/front/image_raw"
@@ -204,7 +205,7 @@ CHECK_DEPTH = FIXTURES / "check_depth_with_lerobot.py"
 def _write_depth_dataset(root: Path) -> dict[str, list[np.ndarray]]:
     """RGB + a 16UC1-style (uint16 mm) and a 32FC1-style (float32 m) depth camera, 2 episodes, then a
     resumed third (a new video file); returns the recorded depth per camera."""
-    from lerobot_recorder.dataset.depth import DepthQuantizer  # noqa: F401  (the writer's quantiser)
+    from lerobot_dataset.depth import DepthQuantizer  # noqa: F401  (the writer's quantiser)
 
     h, w = 48, 64
     feats = {
@@ -259,7 +260,7 @@ def _write_depth_dataset(root: Path) -> dict[str, list[np.ndarray]]:
 def _dump_depth_expected(root: Path, recorded: dict[str, list[np.ndarray]], rgb_keys: tuple = ()) -> None:
     """What LeRobot 0.6 must return (millimetres): the recorded depth clamped to the quantiser's range
     (invalid pixels: depth_min), within half a code plus the 0.5 mm of its rounding to whole mm."""
-    from lerobot_recorder.dataset.depth import DepthQuantizer
+    from lerobot_dataset.depth import DepthQuantizer
 
     out = {"rgb_keys": np.array(rgb_keys, dtype=str)}
     for key, frames in recorded.items():
@@ -299,7 +300,7 @@ def test_lerobot_06_loads_depth_within_its_quantisation_error(tmp_path, lerobot_
         )
         import_bags([tmp_path / f"bag_{enc}"], contract, root, progress=False)
         # the imported frames are the bag's images (nearest in time): ours decode them, LeRobot's must agree
-        from lerobot_recorder.dataset import DatasetReader
+        from lerobot_dataset import DatasetReader
 
         ours = DatasetReader(root).video_frames("observation.images.depth", 0)[..., 0]
         picked = [min(images, key=lambda img, f=f: _valid_max_diff(img, f)) for f in ours]

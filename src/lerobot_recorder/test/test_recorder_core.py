@@ -11,7 +11,7 @@ from rosbags.rosbag2 import Reader
 from rosbags.typesys import Stores, get_typestore
 
 from lerobot_core.contract import Contract
-from lerobot_recorder.dataset import DatasetReader, DatasetWriter
+from lerobot_dataset import DatasetReader, DatasetWriter
 from lerobot_recorder.episode_control import EpisodeConfig, State
 from lerobot_recorder.live_recorder import (
     LiveConfig,

@@ -18,8 +18,8 @@ import pytest
 pytest.importorskip("rclpy")
 
 from lerobot_core.ros.testing import RosProcess, wait_until
-from lerobot_recorder.dataset import DatasetReader
-from lerobot_recorder.dataset.depth import DepthQuantizer
+from lerobot_dataset import DatasetReader
+from lerobot_dataset.depth import DepthQuantizer
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))

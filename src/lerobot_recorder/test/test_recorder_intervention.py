@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 from rosbags.typesys import Stores, get_typestore
 
+from lerobot_core.ament import share_path
 from lerobot_core.contract import Contract, ContractError
-from lerobot_recorder.dataset import DatasetReader
+from lerobot_dataset import DatasetReader
 from lerobot_recorder.episode_control import EpisodeConfig
 from lerobot_recorder.live_recorder import LiveConfig, LiveRecorder
 from lerobot_recorder.live_types import RESULT_SAVED
@@ -27,7 +28,7 @@ JOINT_STATE = TS.types["sensor_msgs/msg/JointState"]
 JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
 STATUS = "/arbiter/status"
 POLICY, HUMAN, HOLD = 0, 1, 2
-CHECK = Path(__file__).resolve().parent / "fixtures" / "check_hil_with_lerobot.py"
+CHECK = share_path("lerobot_dataset") / "test" / "fixtures" / "check_hil_with_lerobot.py"
 
 
 def hil_contract(fps=10) -> dict:

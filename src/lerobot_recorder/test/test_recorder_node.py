@@ -28,11 +28,11 @@ from std_srvs.srv import Trigger
 
 from lerobot_core.contract import Contract
 from lerobot_core.ros.testing import MessageCollector, RosProcess, wait_until
+from lerobot_dataset import DatasetReader
 from lerobot_msgs.action import RecordEpisode
 from lerobot_msgs.msg import RecorderStatus
 from lerobot_msgs.srv import StartEpisode
 from lerobot_recorder.bag_import import import_bags
-from lerobot_recorder.dataset import DatasetReader
 
 pytestmark = pytest.mark.ros
 

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from lerobot_core.contract import Contract
+from lerobot_dataset import DatasetReader
+from lerobot_dataset.check import check_dataset
 from lerobot_recorder import bag_io
-from lerobot_recorder.dataset import DatasetReader
-from lerobot_recorder.dataset.check import check_dataset
 from lerobot_recorder.episode_control import EpisodeConfig, State
 from lerobot_recorder.live_recorder import LiveConfig, LiveRecorder, RecorderError
 from lerobot_recorder.live_types import RESULT_ERROR, RESULT_SAVED

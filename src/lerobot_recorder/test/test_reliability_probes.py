@@ -20,11 +20,11 @@ import pyarrow.parquet as pq
 import pytest
 from rosbags.rosbag2 import StoragePlugin, Writer
 
+from lerobot_dataset import DatasetError, DatasetWriter
+from lerobot_dataset.info import main as dataset_info
+from lerobot_dataset.push import main as dataset_push
 from lerobot_recorder import bag_io
 from lerobot_recorder.bag_import_cli import main as bag_import
-from lerobot_recorder.dataset import DatasetError, DatasetWriter
-from lerobot_recorder.dataset_info import main as dataset_info
-from lerobot_recorder.dataset_push import main as dataset_push
 
 JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
 T0 = 1_700_000_000 * 1_000_000_000
@@ -384,7 +384,7 @@ def test_bag_import_drops_nan_messages_when_asked_and_counts_them(ds, tmp_path, 
 
 
 def test_add_constant_features_refuses_nan(ds, tmp_path):
-    from lerobot_recorder.dataset.edit import add_constant_features
+    from lerobot_dataset.edit import add_constant_features
 
     before = md5s(ds)
     spec = {"dtype": "float32", "shape": (1,), "names": None}

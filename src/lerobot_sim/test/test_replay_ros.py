@@ -15,8 +15,8 @@ from trajectory_msgs.msg import JointTrajectory
 from lerobot_core.ament import find_executable
 from lerobot_core.robots import get_robot_spec
 from lerobot_core.ros.testing import MessageCollector, RosProcess, wait_until
+from lerobot_dataset import DatasetWriter
 from lerobot_drivers.servo_emulator import EmulatorProcess
-from lerobot_recorder.dataset import DatasetWriter
 
 pytestmark = pytest.mark.ros
 JOINTS = list(get_robot_spec("so101_follower").joint_names)

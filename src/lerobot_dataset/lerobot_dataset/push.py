@@ -22,9 +22,9 @@ import yaml
 
 from lerobot_core import cli
 
-from .dataset import CODEBASE_VERSION, DatasetError, DatasetReader
-from .dataset.check import check_dataset
-from .dataset.storage import WORK_DIR
+from . import CODEBASE_VERSION, DatasetError, DatasetReader
+from .check import check_dataset
+from .storage import WORK_DIR
 
 PROG = "lerobot-ros-dataset-push"
 REPO_TYPE = "dataset"

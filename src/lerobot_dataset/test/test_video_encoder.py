@@ -8,7 +8,7 @@ import av
 import numpy as np
 import pytest
 
-from lerobot_recorder.dataset.video import rgb_to_yuv420p
+from lerobot_dataset.video import rgb_to_yuv420p
 
 
 def _smooth_scene(h: int, w: int) -> np.ndarray:
@@ -40,7 +40,7 @@ def test_banded_conversion_equals_whole_frame_calls(shape):
     """Converting in bands of rows (to keep OpenCV off its thread pool) gives the whole-frame bytes."""
     import cv2
 
-    from lerobot_recorder.dataset.video import _BT601_UV
+    from lerobot_dataset.video import _BT601_UV
 
     h, w = shape
     img = np.random.default_rng(h * w).integers(0, 256, (h, w, 3), dtype=np.uint8)
@@ -76,7 +76,9 @@ def test_round_trip_through_decoder_is_close():
 def test_encoder_thread_runs_nicer_and_encodes(tmp_path):
     import os
 
-    from lerobot_recorder.dataset.video import CameraEncoder, codec_options, count_frames
+    from lerobot_dataset.encoders import codec_options
+    from lerobot_dataset.mp4 import count_frames
+    from lerobot_dataset.video import CameraEncoder
 
     base = os.getpriority(os.PRIO_PROCESS, 0)
     enc = CameraEncoder(
@@ -115,7 +117,7 @@ def test_encoder_thread_runs_nicer_and_encodes(tmp_path):
 def test_forbid_realtime_priority_is_per_thread():
     import os
 
-    from lerobot_recorder.dataset.video import forbid_realtime_priority
+    from lerobot_dataset.encoders import forbid_realtime_priority
 
     result = {}
 
@@ -136,7 +138,7 @@ def test_forbid_realtime_priority_is_per_thread():
 
 @pytest.mark.parametrize("shape", [(480, 640), (482, 646), (96, 128), (30, 40), "view"])
 def test_image_stats_histogram_is_exactly_the_stride_grid(shape):
-    from lerobot_recorder.dataset.stats import ImageStatsAccumulator
+    from lerobot_dataset.stats import ImageStatsAccumulator
 
     view = shape == "view"  # frames that are a window of a wider image (not C-contiguous)
     shape = (480, 640) if view else shape
@@ -157,7 +159,7 @@ def test_image_stats_histogram_is_exactly_the_stride_grid(shape):
 
 
 def test_thread_options_limit_svtav1_through_lp():
-    from lerobot_recorder.dataset.video import thread_options
+    from lerobot_dataset.encoders import thread_options
 
     opts = {"g": "2", "crf": "30", "preset": "10"}
     assert thread_options("libsvtav1", None, opts) == opts
@@ -173,7 +175,8 @@ def test_one_encoder_thread_uses_about_one_core_and_the_same_bitstream(tmp_path)
     import os
     import time
 
-    from lerobot_recorder.dataset.video import CameraEncoder, codec_options
+    from lerobot_dataset.encoders import codec_options
+    from lerobot_dataset.video import CameraEncoder
 
     rng = np.random.default_rng(0)
     base = rng.integers(0, 256, (240, 320, 3), dtype=np.uint8)  # noise, 320x240: enough to spread
@@ -210,7 +213,7 @@ def test_trying_the_encoder_settings_names_the_refused_one_and_starts_no_realtim
     CAP_SYS_NICE, as the encoder thread does: no SCHED_FIFO thread is left in the process."""
     import os
 
-    from lerobot_recorder.dataset.video import EncoderSettingError, check_encoder_settings, codec_options
+    from lerobot_dataset.encoders import EncoderSettingError, check_encoder_settings, codec_options
 
     def realtime_threads() -> set[int]:
         out = set()

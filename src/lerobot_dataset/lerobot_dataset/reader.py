@@ -14,10 +14,10 @@ from . import format as fmt
 from .check import data_row_count
 from .depth import DepthQuantizer, is_depth_feature
 from .errors import DatasetError
+from .mp4 import decode_range, iter_frames
 from .stats import stats_from_json
 from .storage import JOURNAL, WORK_DIR
 from .tables import load_episodes, load_info, load_stats, load_tasks
-from .video import decode_range, iter_frames
 
 
 class DatasetReader:

@@ -8,8 +8,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from lerobot_recorder.dataset import DatasetReader
-from lerobot_recorder.dataset_info import main
+from lerobot_dataset import DatasetReader
+from lerobot_dataset.info import main
 
 FIXTURE = Path(__file__).parent / "fixtures" / "lerobot_v30_small"
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lerobot_recorder.dataset import DatasetError, DatasetReader, DatasetWriter
-from lerobot_recorder.dataset.video import (
+from lerobot_dataset import DatasetError, DatasetReader, DatasetWriter
+from lerobot_dataset.encoders import (
     HW_ENCODERS,
     LEROBOT_VIDEO_SETTINGS,
     codec_options,

@@ -32,8 +32,8 @@ import pyarrow.parquet as pq
 
 from . import format as fmt
 from .errors import DatasetError
+from .mp4 import count_frames
 from .tables import load_episodes, load_info, load_stats, load_tasks
-from .video import count_frames
 
 # LeRobot's tolerance for timestamps (tolerance_s in LeRobotDataset).
 TIMESTAMP_TOLERANCE_S = 1e-4

@@ -15,9 +15,9 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from lerobot_recorder.dataset import DatasetError, DatasetReader, DatasetWriter
-from lerobot_recorder.dataset.check import check_dataset
-from lerobot_recorder.dataset.edit import add_constant_features, keep_frames
+from lerobot_dataset import DatasetError, DatasetReader, DatasetWriter
+from lerobot_dataset.check import check_dataset
+from lerobot_dataset.edit import add_constant_features, keep_frames
 
 FLAG = "complementary_info.is_intervention"
 MODE = "complementary_info.control_mode"

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lerobot_recorder.dataset import DatasetError, DatasetReader, DatasetWriter
+from lerobot_dataset import DatasetError, DatasetReader, DatasetWriter
 
 FPS = 10
 H, W = 24, 32
@@ -20,7 +20,7 @@ H, W = 24, 32
 HELPERS = textwrap.dedent(
     """
     import numpy as np
-    from lerobot_recorder.dataset import DatasetWriter, DatasetError
+    from lerobot_dataset import DatasetWriter, DatasetError
     FPS, H, W = 10, 24, 32
     FEATURES = {
         "observation.state": {"dtype": "float32", "shape": (6,), "names": [f"j{i}.pos" for i in range(6)]},
@@ -100,7 +100,7 @@ def test_sigkill_during_commit_is_completed_on_resume(tmp_path, capsys):
     child = run_child(
         f"""
         import os, signal
-        from lerobot_recorder.dataset import storage
+        from lerobot_dataset import storage
         w = DatasetWriter.create({str(root)!r}, fps=FPS, features=FEATURES)
         record(w, 0, 4)
         record(w, 1, 3)
@@ -120,7 +120,7 @@ def test_sigkill_during_commit_is_completed_on_resume(tmp_path, capsys):
     with pytest.raises(DatasetError, match="interrupted mid-commit"):
         DatasetReader(root)
     # the CLI says what to type, in its own flags; --repair on a copy completes the commit
-    from lerobot_recorder.dataset_info import main as dataset_info
+    from lerobot_dataset.info import main as dataset_info
 
     assert dataset_info([str(root)]) == 2
     err = capsys.readouterr().err

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lerobot_recorder.dataset import DatasetError, DatasetReader
+from lerobot_dataset import DatasetError, DatasetReader
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 LEROBOT_FIXTURE = FIXTURES / "lerobot_v30_small"
@@ -82,7 +82,7 @@ def test_rejects_non_v3_dataset(tmp_path):
 
 @WRITTEN_BY
 def test_resume_appends_to_a_lerobot_written_dataset(tmp_path, written_by):
-    from lerobot_recorder.dataset import DatasetWriter
+    from lerobot_dataset import DatasetWriter
 
     fx = _fixture_module()
     root = tmp_path / "ds"

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import yaml
 
-from lerobot_recorder.dataset import DatasetWriter
-from lerobot_recorder.dataset_push import main, plan_push
+from lerobot_dataset import DatasetWriter
+from lerobot_dataset.push import main, plan_push
 
 NAMES = ["a.pos", "b.pos"]
 
@@ -90,7 +90,7 @@ def test_push_stops_at_huggingface_hubs_offline_error(dataset):
         os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=os.pathsep.join(sys.path), HF_TOKEN="hf_notarealtoken"
     )
     res = subprocess.run(
-        [sys.executable, "-m", "lerobot_recorder.dataset_push", str(dataset), "someone/so101_pick"],
+        [sys.executable, "-m", "lerobot_dataset.push", str(dataset), "someone/so101_pick"],
         capture_output=True,
         text=True,
         env=env,

@@ -35,7 +35,16 @@ from .depth import (
     check_lerobot_version,
     is_depth_feature,
 )
+from .encoders import (
+    EncoderSettingError,
+    check_encoder_settings,
+    codec_options,
+    describe_settings,
+    encoder_pix_fmt,
+    resolve_encoder,
+)
 from .errors import DatasetError
+from .mp4 import concat_mp4, count_frames, video_info
 from .stats import aggregate_stats, flatten_episode_stats, numeric_stats, stats_from_json, stats_to_json
 from .storage import (
     WORK_DIR,
@@ -55,18 +64,7 @@ from .tables import (
     tasks_table,
     write_parquet,
 )
-from .video import (
-    CameraEncoder,
-    EncoderSettingError,
-    check_encoder_settings,
-    codec_options,
-    concat_mp4,
-    count_frames,
-    describe_settings,
-    encoder_pix_fmt,
-    resolve_encoder,
-    video_info,
-)
+from .video import CameraEncoder
 
 _LOG = logging.getLogger(__name__)
 

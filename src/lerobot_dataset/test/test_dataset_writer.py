@@ -9,9 +9,10 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from lerobot_recorder.dataset import DatasetError, DatasetReader, DatasetWriter
-from lerobot_recorder.dataset import video as video_mod
-from lerobot_recorder.dataset.video import count_frames, wait_until
+from lerobot_dataset import DatasetError, DatasetReader, DatasetWriter
+from lerobot_dataset import video as video_mod
+from lerobot_dataset.mp4 import count_frames
+from lerobot_dataset.video import wait_until
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "lerobot_v30_small"
 FPS = 10

@@ -1,4 +1,4 @@
-"""lerobot_core.dataset_actions (the replay's small reader) against our DatasetReader and the
+"""lerobot_dataset.episode_actions (what the replay reads) against DatasetReader itself and the
 contract's unit conversion: same actions, back to radians from every unit a contract can record."""
 
 from pathlib import Path
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from lerobot_core.contract import Contract
-from lerobot_core.dataset_actions import DatasetActionsError, load_episode_actions, to_radians
-from lerobot_recorder.dataset import DatasetReader, DatasetWriter
+from lerobot_dataset import DatasetError, DatasetReader, DatasetWriter
+from lerobot_dataset.episode_actions import load_episode_actions, to_radians
 
 LEROBOT_FIXTURE = Path(__file__).resolve().parent / "fixtures" / "lerobot_v30_small"
 JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
@@ -31,7 +31,7 @@ def test_reads_every_episode_of_a_lerobot_dataset_like_the_reader():
     "root, episode, feature, message",
     [
         ("missing", 0, "action", "does not exist"),
-        ("empty", 0, "action", "not a LeRobot dataset: meta/info.json is missing"),
+        ("empty", 0, "action", "not a LeRobot dataset \\(meta/info.json is missing\\)"),
         ("fixture", 3, "action", "episode 3 is not in .* \\(it has episodes 0..2\\)"),
         ("fixture", -1, "action", "episode -1: episode indices start at 0"),
         (
@@ -45,7 +45,7 @@ def test_reads_every_episode_of_a_lerobot_dataset_like_the_reader():
 def test_errors_name_the_dataset_episode_or_feature(tmp_path, root, episode, feature, message):
     (tmp_path / "empty").mkdir()
     path = {"missing": tmp_path / "missing", "empty": tmp_path / "empty", "fixture": LEROBOT_FIXTURE}[root]
-    with pytest.raises(DatasetActionsError, match=message):
+    with pytest.raises(DatasetError, match=message):
         load_episode_actions(path, episode, feature)
 
 
@@ -89,5 +89,5 @@ def test_a_recorded_episode_goes_back_to_radians(tmp_path, units):
     if units != "normalized":
         np.testing.assert_allclose(to_radians(episode.values, units), back, atol=1e-12)
     else:
-        with pytest.raises(DatasetActionsError, match="normalized.*calibration"):
+        with pytest.raises(DatasetError, match="normalized.*calibration"):
             to_radians(episode.values, units)

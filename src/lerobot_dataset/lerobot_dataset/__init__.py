@@ -1,6 +1,6 @@
 """LeRobotDataset v3.0 writer and reader (ROS-free: no rclpy import).
 
-from lerobot_recorder.dataset import DatasetWriter, DatasetReader, DatasetError
+from lerobot_dataset import DatasetWriter, DatasetReader, DatasetError
 """
 
 from .errors import DatasetError

@@ -1,10 +1,10 @@
 """`lerobot-dataset-info DIR [--check] [--repair]`: what a LeRobotDataset v3 folder holds, and whether it is whole.
 
 Prints fps, robot type, episodes, frames, tasks, features and per-episode lengths. With `--check`,
-everything LeRobot's loader relies on is verified (lerobot_recorder.dataset.check): metadata totals,
+everything LeRobot's loader relies on is verified (lerobot_dataset.check): metadata totals,
 data parquet rows, index/frame_index/timestamp columns, and every video decoded and its frame count
 compared with the episode's rows. Exit 1 with one "CHECK FAILED:" line per problem, never a traceback.
-`--repair` first repairs what can be rebuilt from what is on disk (lerobot_recorder.dataset.repair: an
+`--repair` first repairs what can be rebuilt from what is on disk (lerobot_dataset.repair: an
 interrupted save, info.json totals, stats.json), then checks; exit 1 naming what it could not repair.
 """
 
@@ -14,9 +14,9 @@ import argparse
 import sys
 
 from lerobot_core import cli
-from lerobot_recorder.dataset import DatasetError, DatasetReader
-from lerobot_recorder.dataset.check import check_dataset
-from lerobot_recorder.dataset.repair import repair_dataset
+from lerobot_dataset import DatasetError, DatasetReader
+from lerobot_dataset.check import check_dataset
+from lerobot_dataset.repair import repair_dataset
 
 
 def describe(reader: DatasetReader) -> list[str]:
@@ -48,7 +48,7 @@ def describe(reader: DatasetReader) -> list[str]:
 
 
 def check(root) -> list[str]:
-    """Problems found (see lerobot_recorder.dataset.check): one line each, naming episode/camera/file."""
+    """Problems found (see lerobot_dataset.check): one line each, naming episode/camera/file."""
     return check_dataset(root)
 
 
