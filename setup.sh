@@ -190,19 +190,43 @@ BUILD_INPUTS=$(cd "$ROOT" && { ls package.xml CMakeLists.txt colcon.meta colcon_
   find src -type f \( -name package.xml -o -name setup.py -o -name setup.cfg -o -name CMakeLists.txt \
     -o -path '*/msg/*' -o -path '*/srv/*' -o -path '*/action/*' -o -path '*/resource/*' \
     -o -path '*/launch/*' -o -path '*/config/*' -o -path '*/profiles/*' -o -path '*/urdf/*' -o -path '*/rviz/*' \
-    -o -path '*/mjcf/*' \) -not -path '*/__pycache__/*' | LC_ALL=C sort; })
+    -o -path '*/mjcf/*' -o -path '*/bin/*' \) -not -path '*/__pycache__/*' | LC_ALL=C sort; })
 BUILD_HASH=$( { echo "$PIN_HASH"; cd "$ROOT" && echo "$BUILD_INPUTS" | xargs sha256sum; } | sha256sum | cut -c1-16)
 BSTAMP="$INSTALL_BASE/.lerobot_ros_build"
-if [ "$FORCE" = 1 ] || [ ! -f "$INSTALL_BASE/setup.bash" ] || [ "$(cat "$BSTAMP" 2>/dev/null)" != "$BUILD_HASH" ]; then
+# what a package installs besides its modules: its packaging files and its bin/ commands
+packaging_hash() {
+  (cd "$1" && { ls bin 2>/dev/null || true; cat setup.py setup.cfg package.xml 2>/dev/null || true; } | sha256sum | cut -c1-16)
+}
+MISSING=0  # a package of src/ not installed (its install folder removed by hand, say)
+for pkg in "$ROOT"/src/*/package.xml; do
+  [ -d "$INSTALL_BASE/$(basename "$(dirname "$pkg")")" ] || MISSING=1
+done
+if [ "$FORCE" = 1 ] || [ "$MISSING" = 1 ] || [ ! -f "$INSTALL_BASE/setup.bash" ] || [ "$(cat "$BSTAMP" 2>/dev/null)" != "$BUILD_HASH" ]; then
   T=$(now)
   [ "$FORCE" = 1 ] && rm -rf "$BUILD_BASE" "$INSTALL_BASE" "$LOG_BASE"
   echo "setup.sh: colcon build ..."
+  # A package whose packaging changed (setup.py, setup.cfg, package.xml, its bin/ commands) is built
+  # anew: colcon leaves what it installed before (a command or module moved to another package stays
+  # behind as a stale console script or a dangling link, which setuptools then fails on)
+  for pkg in "$ROOT"/src/*/; do
+    name=$(basename "$pkg")
+    h=$(packaging_hash "$pkg")
+    if [ -f "$INSTALL_BASE/$name/.lerobot_ros_packaging" ] && [ "$(cat "$INSTALL_BASE/$name/.lerobot_ros_packaging")" != "$h" ]; then
+      rm -rf "${BUILD_BASE:?}/$name" "${INSTALL_BASE:?}/$name"
+    fi
+  done
+  find "$BUILD_BASE" "$INSTALL_BASE" -xtype l -delete 2>/dev/null || true
   BLOG="$LOG_BASE/setup-colcon-build.log"; mkdir -p "$LOG_BASE"
   if ! (cd "$ROOT" && "${BUILD_CMD[@]}" >"$BLOG" 2>&1); then
     echo "----- last lines of $BLOG -----" >&2; tail -40 "$BLOG" >&2
     die "colcon build failed (full log: $BLOG; per package: $LOG_BASE/latest_build/<package>/). Fix the error and re-run ./setup.sh."
   fi
   echo "$BUILD_HASH" >"$BSTAMP"
+  for pkg in "$ROOT"/src/*/; do
+    name=$(basename "$pkg")
+    [ -d "$INSTALL_BASE/$name" ] || continue
+    packaging_hash "$pkg" >"$INSTALL_BASE/$name/.lerobot_ros_packaging"
+  done
   echo "setup.sh: colcon build of $(cd "$ROOT" && colcon list 2>/dev/null | wc -l) packages in $(elapsed "$T") s"
 else
   echo "setup.sh: workspace build up to date (stamp $BUILD_HASH)"

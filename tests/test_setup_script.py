@@ -276,3 +276,62 @@ def test_env_sh_enters_the_chosen_distros_workspace_and_refuses_a_second_one(tmp
     assert kilted.stdout.split() == ["install", "kilted", f"{ws}/install", f"{ws}/.venv"]
     both = shell(f"source {ws}/env.sh; source {ws}/env.sh --distro jazzy; echo rc=$?")
     assert "rc=1" in both.stdout and "one distro per shell" in both.stderr
+
+
+def _python_package(ws: Path, name: str, commands: dict[str, str]) -> None:
+    """A minimal ament_python package `name` whose console scripts `commands` (name -> module) print the
+    package's name, with a bin/ wrapper for each, as the stack's packages have."""
+    pkg = ws / "src" / name
+    if pkg.exists():
+        shutil.rmtree(pkg)
+    (pkg / name).mkdir(parents=True)
+    (pkg / "resource").mkdir()
+    (pkg / "resource" / name).touch()
+    (pkg / name / "__init__.py").write_text("")
+    (pkg / name / "cli.py").write_text(f"def main():\n    print({name!r})\n")
+    (pkg / "package.xml").write_text(
+        f'<?xml version="1.0"?><package format="3"><name>{name}</name><version>0.0.0</version>'
+        "<description>d</description><maintainer email='a@b.c'>m</maintainer><license>MIT</license>"
+        "<export><build_type>ament_python</build_type></export></package>"
+    )
+    (pkg / "setup.cfg").write_text(
+        f"[develop]\nscript_dir=$base/lib/{name}\n[install]\ninstall_scripts=$base/lib/{name}\n"
+    )
+    (pkg / "bin").mkdir()
+    for cmd in commands:
+        (pkg / "bin" / cmd).write_text(f'#!/bin/sh\nexec {cmd}-impl "$@"\n')
+    scripts = ", ".join(f'"{c} = {name}.cli:main"' for c in commands)
+    (pkg / "setup.py").write_text(
+        "from glob import glob\nfrom setuptools import setup\n"
+        f"setup(name={name!r}, version='0.0.0', packages=[{name!r}],\n"
+        f"      data_files=[('share/ament_index/resource_index/packages', ['resource/{name}']),\n"
+        f"                  ('share/{name}', ['package.xml']), ('bin', sorted(glob('bin/*')))],\n"
+        f"      entry_points={{'console_scripts': [{scripts}]}})\n"
+    )
+
+
+@pytest.mark.skipif(
+    not (ACTIVE_VENV / ".lerobot_ros_pins").exists(), reason="runs in the set-up venv of this checkout"
+)
+def test_a_command_moved_to_another_package_is_rebuilt_not_left_behind(tmp_path):
+    """A command (and its bin/ wrapper) that moves from one package to another: before, the second build
+    failed on the dangling link --symlink-install had left for the wrapper ("can't copy .../bin/...: doesn't
+    exist"), and once past that, the old package's stale console script was the one on PATH."""
+    ws = copy_workspace(tmp_path)
+    _python_package(ws, "pkg_a", {"lerobot-moved": "", "lerobot-stays": ""})
+    env = {"LEROBOT_ROS_VENV": str(ACTIVE_VENV)}
+    args = ["--distro", ACTIVE_DISTRO]
+    first = run(ws, env, args=args)
+    assert first.returncode == 0, first.stderr[-2000:]
+    install = ws / f"install{SUFFIX[ACTIVE_DISTRO]}"
+    assert (install / "pkg_a" / "lib" / "pkg_a" / "lerobot-moved").is_file()
+    # the command moves to a new package pkg_b
+    _python_package(ws, "pkg_a", {"lerobot-stays": ""})
+    _python_package(ws, "pkg_b", {"lerobot-moved": ""})
+    second = run(ws, env, args=args)
+    assert second.returncode == 0, second.stderr[-2000:] + second.stdout[-2000:]
+    assert not (install / "pkg_a" / "lib" / "pkg_a" / "lerobot-moved").exists()
+    assert (install / "bin" / "lerobot-moved").resolve() == (
+        install / "pkg_b" / "lib" / "pkg_b" / "lerobot-moved"
+    )
+    assert (install / "bin" / "lerobot-stays").resolve().parent.name == "pkg_a"

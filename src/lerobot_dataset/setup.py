@@ -30,7 +30,7 @@ setup(
         ("share/" + package_name, ["package.xml"] + glob("README.md")),
         ("bin", sorted(glob("bin/*"))),  # lerobot-* commands by name from install/setup.bash
         # the LeRobot-written datasets and the LeRobot-side checkers, for the tests of the packages above:
-        # get_package_share_directory("lerobot_dataset") / "test/fixtures"
+        # lerobot_core.ament.share_path("lerobot_dataset") / "test/fixtures"
         *share_tree("test/fixtures"),
     ],
     install_requires=["setuptools", "numpy", "pyarrow", "av"],
