@@ -86,7 +86,7 @@ def bench_inference(args, workdir: Path) -> tuple[Path | None, dict]:
     changes hit all alike."""
     import torch
 
-    from lerobot_policy_node.runtime import load_policy
+    from lerobot_runtime import load_policy
 
     torch.set_num_threads(args.threads)
     if not Path(REF_PYTHON).exists():
@@ -139,8 +139,8 @@ def bench_jitter(
     from lerobot_policy_node.action_queue import SchedulerConfig
     from lerobot_policy_node.controller import PolicyController
     from lerobot_policy_node.observation import ObservationBuilder, ObservationSpec
-    from lerobot_policy_node.runtime import load_policy
     from lerobot_policy_node.safety import SafetyFilter, SafetyLimits
+    from lerobot_runtime import load_policy
 
     torch.set_num_threads(threads)
     policy = load_policy(ckpt)
@@ -245,8 +245,8 @@ def bench_pipeline(ckpt: Path, iters: int) -> dict:
     from lerobot_core.image_conversion import fill_image_msg, image_msg_to_rgb
     from lerobot_policy_node.action_queue import ActionScheduler, SchedulerConfig
     from lerobot_policy_node.observation import ObservationBuilder, ObservationSpec
-    from lerobot_policy_node.runtime import load_policy
     from lerobot_policy_node.safety import SafetyFilter, SafetyLimits
+    from lerobot_runtime import load_policy
 
     policy = load_policy(ckpt)
     norm = policy.pre.normalizer

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 ACT_FIXTURE = (
-    Path(__file__).resolve().parents[1] / "src/lerobot_policy_node/test/fixtures/act_small/pretrained_model"
+    Path(__file__).resolve().parents[1] / "src/lerobot_runtime/test/fixtures/act_small/pretrained_model"
 )
 
 

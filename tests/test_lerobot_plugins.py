@@ -727,7 +727,7 @@ def test_active_leader_hooks_on_an_emulated_leader(side, tmp_path):
     assert "torque_off" in graph.log("leader")  # released after disable_torque
 
 
-ACT_CHECKPOINT = REPO / "src/lerobot_policy_node/test/fixtures/act_small/pretrained_model"
+ACT_CHECKPOINT = REPO / "src/lerobot_runtime/test/fixtures/act_small/pretrained_model"
 
 # LeRobot's own policy server (lerobot.async_inference.policy_server.serve), with a tap that appends every
 # action chunk it returns to a JSON-lines file: the test compares the sim's commands with those

@@ -1,9 +1,10 @@
 """The package dependency graph: every lerobot_* import is declared in package.xml and points down.
 
-    msgs, core  <-  dataset  <-  drivers, recorder, policy_node  <-  sim  <-  bringup
+    msgs, core  <-  dataset, runtime  <-  drivers, recorder, policy_node  <-  sim  <-  bringup
 
 lerobot_dataset (the LeRobotDataset v3 library) is ROS-free: it imports only lerobot_core, and
 never rclpy (nor lerobot_core.ros), so it installs and runs without ROS.
+lerobot_runtime (the plain-torch policies and checkpoint loading) is ROS-free in the same way.
 
 Plain pytest, no ROS: imports are read from the source with ``ast`` (also the ones inside functions).
 Package code must be covered by exec_depend/depend; test code by those or test_depend.
@@ -23,12 +24,15 @@ PACKAGES = sorted(
 )
 
 # the lerobot_* packages each package may import (besides itself)
-LOWER = {"lerobot_msgs", "lerobot_core", "lerobot_dataset"}
+LOWER = {"lerobot_msgs", "lerobot_core", "lerobot_dataset", "lerobot_runtime"}
 MIDDLE = {"lerobot_drivers", "lerobot_recorder", "lerobot_policy_node"}
+# ROS-free packages: no rclpy import anywhere in their code (lerobot_core's is in lerobot_core.ros only)
+ROS_FREE = {"lerobot_dataset", "lerobot_runtime"}
 ALLOWED = {
     "lerobot_msgs": set(),
     "lerobot_core": {"lerobot_msgs"},
     "lerobot_dataset": {"lerobot_core"},
+    "lerobot_runtime": {"lerobot_core"},
     **{pkg: LOWER for pkg in MIDDLE},
     "lerobot_sim": LOWER | MIDDLE,
     "lerobot_bringup": LOWER | MIDDLE | {"lerobot_sim"},
@@ -125,9 +129,13 @@ def test_lerobot_core_top_level_never_imports_rclpy():
     assert ros_imports(SRC / "lerobot_core" / "lerobot_core", skip="ros") == []
 
 
-def test_lerobot_dataset_is_ros_free():
-    """Neither rclpy nor lerobot_core.ros anywhere in the package's code."""
-    assert ros_imports(SRC / "lerobot_dataset" / "lerobot_dataset") == []
+@pytest.mark.parametrize("pkg", sorted(ROS_FREE))
+def test_ros_free_packages_are_ros_free(pkg):
+    """Neither rclpy nor lerobot_core.ros anywhere in the package's code, nor a ROS package in its
+    package.xml: it installs and runs without ROS."""
+    assert ros_imports(SRC / pkg / pkg) == []
+    ros = {"rclpy", "rcl_interfaces", "lerobot_msgs", "std_msgs", "sensor_msgs"}
+    assert _declared(pkg, ("depend", "exec_depend", "test_depend")) & ros == set()
 
 
 def test_the_checks_catch_a_violation(tmp_path, monkeypatch):
@@ -153,9 +161,9 @@ def test_the_checks_catch_a_violation(tmp_path, monkeypatch):
     ]
     assert upward("lerobot_drivers", tests=False) == [
         "lerobot_drivers/lerobot_drivers/node.py:2: imports lerobot_bringup.shutdown, but lerobot_drivers "
-        "may only use ['lerobot_core', 'lerobot_dataset', 'lerobot_msgs']",
+        "may only use ['lerobot_core', 'lerobot_dataset', 'lerobot_msgs', 'lerobot_runtime']",
         "lerobot_drivers/lerobot_drivers/node.py:4: imports lerobot_recorder.contract, but lerobot_drivers "
-        "may only use ['lerobot_core', 'lerobot_dataset', 'lerobot_msgs']",
+        "may only use ['lerobot_core', 'lerobot_dataset', 'lerobot_msgs', 'lerobot_runtime']",
     ]
 
 

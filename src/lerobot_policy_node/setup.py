@@ -29,7 +29,7 @@ setup(
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
         ("share/" + package_name, ["package.xml"] + glob("README.md")),
         ("bin", sorted(glob("bin/*"))),  # lerobot-* commands by name from install/setup.bash
-        *share_tree("launch", "config", "test/fixtures"),  # other packages' tests use the models
+        *share_tree("launch", "config"),
     ],
     install_requires=["setuptools"],
     extras_require={"test": ["pytest"]},  # lets `colcon test` run the pytest suite
@@ -41,7 +41,6 @@ setup(
     entry_points={
         "console_scripts": [
             "control_arbiter = lerobot_policy_node.control_arbiter_node:main",
-            "lerobot-policy-predict = lerobot_policy_node.predict_cli:main",
             "lerobot-ros-replay = lerobot_policy_node.replay_cli:main",
             "policy = lerobot_policy_node.policy_node:main",
         ],

@@ -16,7 +16,7 @@ from lerobot_sim.envs.so101_cube import HOME_POSE
 
 pytestmark = pytest.mark.ros
 
-ACT_SMALL = share_path("lerobot_policy_node") / "test" / "fixtures" / "act_small" / "pretrained_model"
+ACT_SMALL = share_path("lerobot_runtime") / "test" / "fixtures" / "act_small" / "pretrained_model"
 
 
 def test_hil_sim_profile_records_interventions_and_exits(tmp_path):

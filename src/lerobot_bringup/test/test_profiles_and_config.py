@@ -110,7 +110,7 @@ def test_main_job_graph_runs_the_scripted_expert_to_success(ros_node):
 @pytest.mark.ros
 def test_deploy_sim_says_when_the_policy_drives_at_what_rate_and_how_episodes_end():
     """`lerobot-launch deploy_sim_so101` with the ACT fixture: the lines a user reads while it runs."""
-    act = share_path("lerobot_policy_node") / "test" / "fixtures" / "act_small" / "pretrained_model"
+    act = share_path("lerobot_runtime") / "test" / "fixtures" / "act_small" / "pretrained_model"
     args = ["deploy_sim_so101", f"policy_path:={act}", "image_width:=64", "image_height:=48"]
     with RosProcess("lerobot_bringup", "lerobot-launch", args=args, ros_args=False) as graph:
         wanted = (

@@ -326,7 +326,7 @@ def test_a_checkpoint_that_is_not_there_is_refused_naming_the_argument():
 def test_a_checkpoint_the_contract_cannot_feed_is_refused_naming_the_arguments():
     """Before: hil_sim_so101 with closed_loop.py's default (env_state) checkpoint, as docs/hil.md's first
     command gives it, started the graph; the policy node failed at configure and the graph stopped."""
-    fixtures = share_path("lerobot_policy_node") / "test" / "fixtures"
+    fixtures = share_path("lerobot_runtime") / "test" / "fixtures"
     ckpt = fixtures / "act_env_state" / "pretrained_model"
     res = run_launcher("hil_sim_so101", f"policy_path:={ckpt}", cwd=tempfile.mkdtemp())
     assert res.returncode == 2, res.stdout + res.stderr

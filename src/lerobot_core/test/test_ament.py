@@ -44,9 +44,7 @@ def test_a_package_not_indexed_is_named_with_the_fix(tmp_path, monkeypatch):
 
 
 def test_the_workspace_installs_the_fixtures_other_packages_tests_use():
-    """The policy node's models and the dataset library's LeRobot checks are in their share folders."""
-    assert (
-        share_path("lerobot_policy_node") / "test" / "fixtures" / "act_small" / "pretrained_model"
-    ).is_dir()
+    """The runtime's test checkpoints and the dataset library's LeRobot checks are in their share folders."""
+    assert (share_path("lerobot_runtime") / "test" / "fixtures" / "act_small" / "pretrained_model").is_dir()
     assert (share_path("lerobot_dataset") / "test" / "fixtures" / "check_with_lerobot.py").is_file()
     assert (share_path("lerobot_bringup") / "urdf" / "so101.urdf").is_file()

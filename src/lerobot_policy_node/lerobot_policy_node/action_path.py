@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from lerobot_runtime.errors import ObservationError
 
 from .action_queue import ActionScheduler, SchedulerConfig
-from .runtime.errors import ObservationError
 from .safety import SafetyFilter, SafetyResult
 
 

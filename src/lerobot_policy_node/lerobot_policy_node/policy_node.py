@@ -41,6 +41,7 @@ from lerobot_core.time import NS_PER_S, ns_to_stamp, stamp_to_ns
 from lerobot_msgs.action import RunPolicy
 from lerobot_msgs.msg import ActionChunk, PolicyStatus
 from lerobot_msgs.srv import LoadPolicy
+from lerobot_runtime import PolicyLoadError, load_policy
 
 from .action_path import scheduler_config
 from .action_queue import QUEUE_MODES
@@ -48,7 +49,6 @@ from .controller import RUNNING, ChunkInfo, PolicyController, joint_mapper
 from .deployment import LEROBOT_DEFAULT_UNITS, Deployment, check_checkpoint, dataset_units, from_contract
 from .observation import ENV_STATE_KEY, ObservationBuilder, ObservationSpec
 from .progress import ProgressReport
-from .runtime import PolicyLoadError, load_policy
 from .safety import SafetyFilter, SafetyLimits
 
 COMMAND_INTERFACES = ("joint_state", "forward_position", "joint_trajectory")

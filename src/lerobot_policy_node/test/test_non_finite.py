@@ -11,7 +11,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from lerobot_policy_node.runtime import NonFiniteActionError, PolicyLoadError, load_policy
+from lerobot_runtime import NonFiniteActionError, PolicyLoadError, load_policy
 
 from .conftest import ACT_SMALL
 
@@ -70,7 +70,7 @@ def test_a_non_finite_action_chunk_is_an_error_not_an_output(tmp_path, act_obser
 
 def _predict(*args):
     exe = shutil.which("lerobot-policy-predict")
-    cmd = [exe] if exe else [sys.executable, "-m", "lerobot_policy_node.predict_cli"]
+    cmd = [exe] if exe else [sys.executable, "-m", "lerobot_runtime.predict_cli"]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     return subprocess.run([*cmd, *map(str, args)], capture_output=True, text=True, env=env, timeout=120)
 

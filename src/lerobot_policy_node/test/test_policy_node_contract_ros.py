@@ -32,7 +32,7 @@ from lerobot_msgs.msg import ActionChunk, PolicyStatus  # noqa: E402
 from lerobot_policy_node.action_path import ObservationHistory  # noqa: E402
 from lerobot_policy_node.deployment import from_contract  # noqa: E402
 from lerobot_policy_node.observation import ObservationBuilder, ObservationSpec  # noqa: E402
-from lerobot_policy_node.runtime import load_policy  # noqa: E402
+from lerobot_runtime import load_policy  # noqa: E402
 
 STATE_TOPIC, IMAGE_TOPIC = "/follower/joint_states", "/cams/front/image_raw"
 STATUS_QOS = QoSProfile(

@@ -75,10 +75,10 @@ class CheckpointPolicy:
         """policy: the runtime policy of `path` when already built (default: `load_policy(path)`)."""
         try:
             from lerobot_policy_node.action_path import ActionPath, scheduler_config
-            from lerobot_policy_node.runtime import NonFiniteActionError, PolicyLoadError, load_policy
+            from lerobot_runtime import NonFiniteActionError, PolicyLoadError, load_policy
         except ImportError as exc:
             raise EvaluationError(
-                f"--policy {path}: loading checkpoints needs lerobot_policy_node.runtime, not importable ({exc})"
+                f"--policy {path}: loading checkpoints needs lerobot_runtime, not importable ({exc})"
             ) from exc
         try:
             policy = policy or load_policy(path, device=device)

@@ -19,7 +19,7 @@ from lerobot_sim.evaluation import (
 from lerobot_sim.registration import SO101_CUBE_ID
 from lerobot_sim.session import SimSession, make_env
 
-ACT_FIXTURE = share_path("lerobot_policy_node") / "test" / "fixtures" / "act_small" / "pretrained_model"
+ACT_FIXTURE = share_path("lerobot_runtime") / "test" / "fixtures" / "act_small" / "pretrained_model"
 KWARGS = {"cameras": ["front"], "obs_type": "pixels_agent_pos", "image_width": 64, "image_height": 48}
 
 

@@ -11,13 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from lerobot_runtime.policy import LeRobotBackendPolicy, lerobot_available
 
 from lerobot_core.ament import share_path
-from lerobot_policy_node.runtime import UnsupportedPolicyError, read_policy_config
-from lerobot_policy_node.runtime.policy import LeRobotBackendPolicy, lerobot_available
+from lerobot_runtime import UnsupportedPolicyError, read_policy_config
 from lerobot_sim.evaluation import CheckpointPolicy, EvaluationError, make_policy
 
-DIFFUSION_FIXTURE = share_path("lerobot_policy_node") / "test" / "fixtures" / "diffusion_small"
+DIFFUSION_FIXTURE = share_path("lerobot_runtime") / "test" / "fixtures" / "diffusion_small"
 
 
 def _obs(t: int) -> dict[str, np.ndarray]:
@@ -30,10 +30,10 @@ def _obs(t: int) -> dict[str, np.ndarray]:
 
 @pytest.mark.skipif(
     not (DIFFUSION_FIXTURE / "pretrained_model").is_dir(),
-    reason="lerobot_policy_node's diffusion test checkpoint is not in this tree",
+    reason="lerobot_runtime's diffusion test checkpoint is not in this tree",
 )
 def test_history_is_the_last_consecutive_steps():
-    from lerobot_policy_node.runtime import load_policy
+    from lerobot_runtime import load_policy
 
     cp = CheckpointPolicy(str(DIFFUSION_FIXTURE / "pretrained_model"))
     n_obs, n_act = int(cp.config.n_obs_steps), int(cp.config.n_action_steps)
@@ -120,7 +120,7 @@ ACT_FIXTURE = DIFFUSION_FIXTURE.parent / "act_small" / "pretrained_model"
 def test_chunks_are_scheduled_by_the_shared_action_queue(tmp_path):
     """ACT (chunk 10, n_action_steps 5): 5 actions of a chunk, then a chunk from that step's observation;
     a checkpoint tuned with temporal ensembling gets a chunk every step, as in LeRobot."""
-    from lerobot_policy_node.runtime import load_policy
+    from lerobot_runtime import load_policy
 
     cp = CheckpointPolicy(str(ACT_FIXTURE))
     cp.reset(0)

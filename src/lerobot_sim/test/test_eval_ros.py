@@ -141,11 +141,11 @@ def test_evaluate_policy_action(ros_node):
         assert wait_until(bad.done, 20) and not bad.result().accepted
 
 
-ACT_FIXTURE = share_path("lerobot_policy_node") / "test" / "fixtures" / "act_small" / "pretrained_model"
+ACT_FIXTURE = share_path("lerobot_runtime") / "test" / "fixtures" / "act_small" / "pretrained_model"
 
 
 @pytest.mark.skipif(
-    not ACT_FIXTURE.is_dir(), reason="lerobot_policy_node's ACT test checkpoint is not in this tree"
+    not ACT_FIXTURE.is_dir(), reason="lerobot_runtime's ACT test checkpoint is not in this tree"
 )
 def test_eval_command_with_a_checkpoint_directory(tmp_path):
     # the fixture ACT takes observation.images.front (3x48x64) and observation.state (6): the sim's layout

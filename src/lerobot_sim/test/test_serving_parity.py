@@ -22,9 +22,9 @@ from lerobot_sim.parity import compare
 from lerobot_sim.registration import SO101_CUBE_ID
 from lerobot_sim.session import SimSession, make_env
 
-ACT_FIXTURE = share_path("lerobot_policy_node") / "test" / "fixtures" / "act_small" / "pretrained_model"
+ACT_FIXTURE = share_path("lerobot_runtime") / "test" / "fixtures" / "act_small" / "pretrained_model"
 pytestmark = pytest.mark.skipif(
-    not ACT_FIXTURE.is_dir(), reason="lerobot_policy_node's ACT fixture is not in this tree"
+    not ACT_FIXTURE.is_dir(), reason="lerobot_runtime's ACT fixture is not in this tree"
 )
 
 

@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from lerobot_policy_node.runtime import PolicyLoadError, load_policy
+from lerobot_runtime import PolicyLoadError, load_policy
 
 from .conftest import ACT_SMALL, DIFFUSION_SMALL
 

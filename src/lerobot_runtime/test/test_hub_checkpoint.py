@@ -64,7 +64,7 @@ def test_load_policy_resolves_to_the_snapshot(tmp_path):
     snapshot = fill_cache(tmp_path / "hub")
     code = (
         "from lerobot_core.hub import resolve_pretrained\n"
-        "from lerobot_policy_node.runtime import load_policy\n"
+        "from lerobot_runtime import load_policy\n"
         f"print(resolve_pretrained({REPO_ID!r}))\n"
         f"print(load_policy({REPO_ID!r}).config.type)\n"
     )

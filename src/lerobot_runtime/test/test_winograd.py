@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from lerobot_policy_node.runtime import load_policy, winograd
+from lerobot_runtime import load_policy, winograd
 
 from .conftest import ACT_SMALL
 

@@ -13,7 +13,7 @@ from .conftest import ACT_SMALL
 
 def predict_cmd():
     exe = shutil.which("lerobot-policy-predict")
-    return [exe] if exe else [sys.executable, "-m", "lerobot_policy_node.predict_cli"]
+    return [exe] if exe else [sys.executable, "-m", "lerobot_runtime.predict_cli"]
 
 
 def run(*args):

@@ -1,7 +1,6 @@
 import pytest
 import torch
-
-from lerobot_policy_node.runtime.normalize import Normalizer
+from lerobot_runtime.normalize import Normalizer
 
 
 def make(mode, stats):

@@ -10,11 +10,10 @@ import sys
 import numpy as np
 import pytest
 import torch
+from lerobot_runtime.diffusion_sampler import make_betas
+from lerobot_runtime.policy import NativeDiffusionPolicy
 
-from lerobot_policy_node.action_path import ObservationHistory
-from lerobot_policy_node.runtime import ObservationError, PolicyLoadError, load_policy
-from lerobot_policy_node.runtime.diffusion_sampler import make_betas
-from lerobot_policy_node.runtime.policy import NativeDiffusionPolicy
+from lerobot_runtime import ObservationError, PolicyLoadError, load_policy
 
 from .conftest import (
     DIFFUSION_06_DIR,
@@ -51,6 +50,17 @@ def with_overrides(ckpt, overrides: dict):
     return ckpt
 
 
+def _history(reference, steps):
+    obs = [observation_step(reference, i) for i in steps]
+    return {k: np.stack([o[k] for o in obs], axis=1) for k in obs[0]}
+
+
+def _queue(reference, i: int, n_obs_steps: int):
+    """The (B, n_obs_steps, ...) input after control steps 0..i: the last n_obs_steps observations, the
+    first repeated to fill the queue, as LeRobot's policy queues (and the node's ObservationHistory) do."""
+    return _history(reference, [max(0, j) for j in range(i - n_obs_steps + 1, i + 1)])
+
+
 @pytest.fixture
 def ddim_policy(ckpt_copy, diffusion_reference):
     return load_policy(with_overrides(ckpt_copy, json.loads(str(diffusion_reference["ddim.overrides"]))))
@@ -59,12 +69,10 @@ def ddim_policy(ckpt_copy, diffusion_reference):
 def test_ddpm_sequence_matches_lerobot(ddpm_policy, diffusion_reference):
     """Three control steps: the first observation fills the history, then it shifts; seeded DDPM."""
     ref = diffusion_reference
-    history = ObservationHistory(ddpm_policy.config.n_obs_steps, dict)
     diffs = []
     for i in range(N_STEPS):
         torch.manual_seed(int(ref[f"ddpm.seed.{i}"]))
-        history.push(observation_step(ref, i))
-        chunk = ddpm_policy.predict_action_chunk(history.batch())
+        chunk = ddpm_policy.predict_action_chunk(_queue(ref, i, ddpm_policy.config.n_obs_steps))
         assert chunk.shape == (2, 8, 6) and chunk.dtype == np.float32
         diffs.append(max_diff(chunk, ref[f"ddpm.chunk.{i}"]))
     print(f"DDPM (100 steps) max |native - LeRobot| per step: {diffs}")
@@ -73,11 +81,10 @@ def test_ddpm_sequence_matches_lerobot(ddpm_policy, diffusion_reference):
 
 def test_ddim_with_explicit_noise_matches_lerobot(ddim_policy, diffusion_reference):
     ref = diffusion_reference
-    history = ObservationHistory(ddim_policy.config.n_obs_steps, dict)
     diffs = []
     for i in range(N_STEPS):
-        history.push(observation_step(ref, i))
-        chunk = ddim_policy.predict_action_chunk(history.batch(), noise=ref[f"ddim.noise.{i}"])
+        batch = _queue(ref, i, ddim_policy.config.n_obs_steps)
+        chunk = ddim_policy.predict_action_chunk(batch, noise=ref[f"ddim.noise.{i}"])
         diffs.append(max_diff(chunk, ref[f"ddim.chunk.{i}"]))
     torch.manual_seed(int(ref["ddim.seed"]))
     diffs.append(
@@ -95,12 +102,10 @@ def test_variant_matches_lerobot(tmp_path, variant):
     ckpt, ref = build_diffusion_variant(variant, tmp_path / variant)
     policy = load_policy(ckpt)
     kind = policy.config.raw["noise_scheduler_type"].lower()
-    history = ObservationHistory(policy.config.n_obs_steps, dict)
     diffs = []
     for i in range(N_STEPS):
         torch.manual_seed(int(ref[f"{kind}.seed.{i}"]))
-        history.push(observation_step(ref, i))
-        chunk = policy.predict_action_chunk(history.batch())
+        chunk = policy.predict_action_chunk(_queue(ref, i, policy.config.n_obs_steps))
         assert chunk.shape == ref[f"{kind}.chunk.{i}"].shape
         diffs.append(max_diff(chunk, ref[f"{kind}.chunk.{i}"]))
     print(f"{variant} ({kind}) max |native - LeRobot| per step: {diffs}")
@@ -118,12 +123,10 @@ def test_saved_by_lerobot_061_matches_its_chunks(tmp_path, variant):
     assert (raw["horizon"], raw["n_action_steps"]) == (64, 32) and "pretrained_revision" in raw
     policy = load_policy(ckpt)
     kind = raw["noise_scheduler_type"].lower()
-    history = ObservationHistory(policy.config.n_obs_steps, dict)
     diffs = []
     for i in range(N_STEPS):
         torch.manual_seed(int(ref[f"{kind}.seed.{i}"]))
-        history.push(observation_step(ref, i))
-        chunk = policy.predict_action_chunk(history.batch())
+        chunk = policy.predict_action_chunk(_queue(ref, i, policy.config.n_obs_steps))
         assert chunk.shape == ref[f"{kind}.chunk.{i}"].shape == (2, 32, 6)
         diffs.append(max_diff(chunk, ref[f"{kind}.chunk.{i}"]))
     print(f"LeRobot 0.6.1 {variant} ({kind}) max |native - LeRobot| per step: {diffs}")
@@ -137,42 +140,6 @@ def test_config_describes_the_policy(ddpm_policy):
     # predict_action_chunk returns n_action_steps actions, not the horizon (16)
     assert (cfg.chunk_size, cfg.n_action_steps, cfg.action_dim) == (8, 8, 6)
     assert cfg.image_features == {"observation.images.front": (3, 48, 64)}
-
-
-def _history(reference, steps):
-    obs = [observation_step(reference, i) for i in steps]
-    return {k: np.stack([o[k] for o in obs], axis=1) for k in obs[0]}
-
-
-def test_observation_history_semantics(ddim_policy, diffusion_reference):
-    ref = diffusion_reference
-    p = ddim_policy  # the history does not depend on the sampler; DDIM's 10 steps keep this quick
-    history = ObservationHistory(p.config.n_obs_steps, dict)
-    with pytest.raises(ObservationError, match="no observation yet"):
-        history.batch()
-
-    def run(batch=None):
-        batch = history.batch() if batch is None else batch
-        return p.predict_action_chunk(batch, generator=torch.Generator().manual_seed(5))
-
-    # the first observation fills the history, as a single observation does
-    history.push(observation_step(ref, 0))
-    filled = run()
-    np.testing.assert_array_equal(filled, run(_history(ref, [0, 0])))
-    np.testing.assert_array_equal(filled, run(observation_step(ref, 0)))
-    # then it shifts: after o0, o1, o2 the history is [o1, o2]
-    history.push(observation_step(ref, 1))
-    np.testing.assert_array_equal(run(), run(_history(ref, [0, 1])))
-    history.push(observation_step(ref, 2))
-    shifted = run()
-    np.testing.assert_array_equal(shifted, run(_history(ref, [1, 2])))
-    assert max_diff(shifted, filled) > 1e-3
-    # the policy keeps no state: another history in between changes nothing
-    run(_history(ref, [0, 0]))
-    np.testing.assert_array_equal(run(), shifted)
-    history.clear()
-    history.push({k: v[:1] for k, v in observation_step(ref, 0).items()})
-    assert run().shape == (1, 8, 6)
 
 
 @pytest.mark.parametrize(
@@ -243,7 +210,7 @@ def test_runs_without_lerobot_torchvision_or_diffusers(diffusion_reference):
     code = (
         "import sys, numpy as np, torch\n"
         "for m in ('lerobot', 'torchvision', 'diffusers', 'einops'): sys.modules[m] = None\n"
-        "from lerobot_policy_node.runtime import load_policy\n"
+        "from lerobot_runtime import load_policy\n"
         f"p = load_policy({str(DIFFUSION_SMALL)!r})\n"
         f"r = np.load({str(DIFFUSION_DIR / 'reference.npz')!r})\n"
         "obs = {k[6:]: (r[k].astype(np.float32) / np.float32(255) if r[k].dtype == np.uint8 else r[k])"

@@ -24,14 +24,14 @@ from pathlib import Path
 import numpy as np
 
 from lerobot_core import cli
-from lerobot_policy_node.runtime import (
+from lerobot_runtime import (
     DeviceError,
     NonFiniteActionError,
     ObservationError,
     PolicyLoadError,
     load_policy,
 )
-from lerobot_policy_node.runtime.policy import check_device
+from lerobot_runtime.policy import check_device
 
 
 def _read_observations(path: Path) -> dict[str, np.ndarray]:

@@ -7,10 +7,10 @@ import sys
 import numpy as np
 import pytest
 import torch
+from lerobot_runtime.act import sinusoid_2d
+from lerobot_runtime.policy import NativeACTPolicy, lerobot_available
 
-from lerobot_policy_node.runtime import ObservationError, PolicyLoadError, UnsupportedPolicyError, load_policy
-from lerobot_policy_node.runtime.act import sinusoid_2d
-from lerobot_policy_node.runtime.policy import NativeACTPolicy, lerobot_available
+from lerobot_runtime import ObservationError, PolicyLoadError, UnsupportedPolicyError, load_policy
 
 from .conftest import ACT_SMALL, act_lerobot06
 
@@ -47,7 +47,7 @@ def test_act_runs_without_lerobot_or_torchvision(act_observations, act_reference
     code = (
         "import sys, numpy as np\n"
         "sys.modules['lerobot'] = None; sys.modules['torchvision'] = None\n"
-        "from lerobot_policy_node.runtime import load_policy\n"
+        "from lerobot_runtime import load_policy\n"
         f"p = load_policy({str(ACT_SMALL)!r})\n"
         f"r = np.load({str(ACT_SMALL.parent / 'reference.npz')!r})\n"
         "obs = {k[4:]: r[k] for k in r.files if k.startswith('obs.')}\n"
