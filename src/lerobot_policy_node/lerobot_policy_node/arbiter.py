@@ -27,13 +27,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from lerobot_core.control_mode import ControlMode
+
 from .safety import SafetyFilter, SafetyLimits
-
-
-class Mode(enum.IntEnum):
-    POLICY = 0  # values = lerobot_msgs/ControlStatus.MODE_*
-    HUMAN = 1
-    HOLD = 2
 
 
 class Source(enum.Enum):
@@ -53,7 +49,7 @@ class ArbiterConfig:
     source_timeout_s: float = 0.25  # a driving source older than this -> HOLD
     # the arbiter starts in HOLD and hands control to this source when it first publishes
     # (event "start"); HOLD = wait for an operator input
-    initial_mode: Mode = Mode.POLICY
+    initial_mode: ControlMode = ControlMode.POLICY
     require_leader_alignment: bool = False  # takeover waits until the leader mirrors the follower
     alignment_timeout_s: float = 5.0  # a waiting takeover gives up after this
 
@@ -61,8 +57,8 @@ class ArbiterConfig:
 @dataclass
 class Transition:
     stamp_s: float
-    previous: Mode
-    mode: Mode
+    previous: ControlMode
+    mode: ControlMode
     event: str  # the input or condition: pause, takeover, resume, policy_silent, human_silent, save...
     message: str
 
@@ -71,7 +67,7 @@ class Transition:
 class Reply:
     success: bool
     message: str
-    mode: Mode
+    mode: ControlMode
     transition: Transition | None = None
 
 
@@ -87,15 +83,15 @@ class Arbiter:
     """Feed it measured poses and source commands; ask it for the command of each control step."""
 
     cfg: ArbiterConfig
-    mode: Mode = field(init=False)
+    mode: ControlMode = field(init=False)
     transitions: list[Transition] = field(init=False, default_factory=list)
 
     def __post_init__(self) -> None:
         n = len(self.cfg.joint_names)
         if self.cfg.limits.lower.shape != (n,):
             raise ValueError(f"limits for {self.cfg.limits.lower.shape[0]} joints, {n} joint names")
-        self.mode = Mode.HOLD
-        self._awaiting_start = self.cfg.initial_mode != Mode.HOLD
+        self.mode = ControlMode.HOLD
+        self._awaiting_start = self.cfg.initial_mode != ControlMode.HOLD
         self._filter = SafetyFilter(self.cfg.limits)
         self._latest = {Source.POLICY: _Latest(), Source.HUMAN: _Latest()}
         self._present: np.ndarray | None = None
@@ -151,7 +147,7 @@ class Arbiter:
 
     @property
     def is_intervention(self) -> bool:
-        return self.mode == Mode.HUMAN
+        return self.mode == ControlMode.HUMAN
 
     def request(self, command: str, now_s: float) -> Reply:
         """An operator input (keys, pedal, service). Refusals change nothing and say why."""
@@ -164,21 +160,27 @@ class Arbiter:
         if command not in COMMANDS:
             return self._refuse(f"unknown command {command!r}; use one of {', '.join(COMMANDS)}")
         if command == "cycle":
-            command = {Mode.POLICY: "pause", Mode.HOLD: "takeover", Mode.HUMAN: "resume"}[self.mode]
+            command = {
+                ControlMode.POLICY: "pause",
+                ControlMode.HOLD: "takeover",
+                ControlMode.HUMAN: "resume",
+            }[self.mode]
         if command in EPISODE_COMMANDS:
             self._pending_takeover_since = None
-            if self.mode == Mode.HOLD:
+            if self.mode == ControlMode.HOLD:
                 return Reply(True, f"{command}: holding", self.mode)
-            return self._switch(Mode.HOLD, command, f"{command}: episode ended, holding", now_s)
+            return self._switch(ControlMode.HOLD, command, f"{command}: episode ended, holding", now_s)
         if command == "pause":
             self._pending_takeover_since = None
-            if self.mode == Mode.HOLD:
+            if self.mode == ControlMode.HOLD:
                 return Reply(True, "already paused", self.mode)
-            return self._switch(Mode.HOLD, "pause", f"paused ({self.mode.name.lower()} stopped)", now_s)
+            return self._switch(
+                ControlMode.HOLD, "pause", f"paused ({self.mode.name.lower()} stopped)", now_s
+            )
         if command == "takeover":
-            if self.mode == Mode.HUMAN:
+            if self.mode == ControlMode.HUMAN:
                 return Reply(True, "the human already drives", self.mode)
-            if self.mode == Mode.POLICY:
+            if self.mode == ControlMode.POLICY:
                 return self._refuse(
                     "takeover refused: pause first, so the leader arm can mirror the follower"
                 )
@@ -195,30 +197,32 @@ class Arbiter:
                     f"takeover waits for the leader to mirror the follower (off by {self._leader_error:.3f} rad)",
                     self.mode,
                 )
-            return self._switch(Mode.HUMAN, "takeover", "the human drives (intervention)", now_s)
+            return self._switch(ControlMode.HUMAN, "takeover", "the human drives (intervention)", now_s)
         # resume
         self._pending_takeover_since = None
-        if self.mode == Mode.POLICY:
+        if self.mode == ControlMode.POLICY:
             return Reply(True, "the policy already drives", self.mode)
         if not self.is_live(Source.POLICY, now_s):
             return self._refuse(
                 f"resume refused: the policy is silent (no command within {self.cfg.source_timeout_s:g} s)"
             )
-        return self._switch(Mode.POLICY, "resume", "the policy drives", now_s)
+        return self._switch(ControlMode.POLICY, "resume", "the policy drives", now_s)
 
     def stand_by(self, now_s: float, event: str = "deactivate") -> Reply:
         """The node stops arbitrating (lifecycle deactivate): HOLD at the measured pose, no source
         drives, a waiting takeover is dropped. `restart()` arms the start again."""
         self._pending_takeover_since = None
         self._awaiting_start = False
-        if self.mode == Mode.HOLD:
+        if self.mode == ControlMode.HOLD:
             return Reply(True, f"{event}: holding", self.mode)
-        return self._switch(Mode.HOLD, event, f"{event}: holding the present pose, no source drives", now_s)
+        return self._switch(
+            ControlMode.HOLD, event, f"{event}: holding the present pose, no source drives", now_s
+        )
 
     def restart(self) -> None:
         """Start again as at construction (lifecycle activate): HOLD until the initial source
         publishes; commands received before now do not count as live."""
-        self._awaiting_start = self.cfg.initial_mode != Mode.HOLD
+        self._awaiting_start = self.cfg.initial_mode != ControlMode.HOLD
         self._latest = {Source.POLICY: _Latest(), Source.HUMAN: _Latest()}
         self._pending_takeover_since = None
 
@@ -232,15 +236,15 @@ class Arbiter:
         """
         if stalled_s > 0.0:
             self._stalled_s += stalled_s
-        if self._awaiting_start and self.mode == Mode.HOLD:
-            src = Source.POLICY if self.cfg.initial_mode == Mode.POLICY else Source.HUMAN
+        if self._awaiting_start and self.mode == ControlMode.HOLD:
+            src = Source.POLICY if self.cfg.initial_mode == ControlMode.POLICY else Source.HUMAN
             if self.is_live(src, now_s):
                 self._awaiting_start = False
                 self._switch(self.cfg.initial_mode, "start", f"the {src.value} drives from the start", now_s)
-        if self._pending_takeover_since is not None and self.mode == Mode.HOLD:
+        if self._pending_takeover_since is not None and self.mode == ControlMode.HOLD:
             if self._leader_aligned and self.is_live(Source.HUMAN, now_s):
                 self._pending_takeover_since = None
-                self._switch(Mode.HUMAN, "takeover", "the human drives (intervention)", now_s)
+                self._switch(ControlMode.HUMAN, "takeover", "the human drives (intervention)", now_s)
             elif now_s - self._pending_takeover_since > self.cfg.alignment_timeout_s:
                 self._pending_takeover_since = None
                 self._record(
@@ -253,12 +257,14 @@ class Arbiter:
                         f"{self.cfg.alignment_timeout_s:g} s (off by {self._leader_error:.3f} rad)",
                     )
                 )
-        if self.mode != Mode.HOLD:
-            src = Source.POLICY if self.mode == Mode.POLICY else Source.HUMAN
+        if self.mode != ControlMode.HOLD:
+            src = Source.POLICY if self.mode == ControlMode.POLICY else Source.HUMAN
             if not self.is_live(src, now_s):
                 age = self.silence_s(src, now_s)
                 why = "never published" if math.isinf(age) else f"silent for {age:.3f} s"
-                self._switch(Mode.HOLD, f"{src.value}_silent", f"the {src.value} is {why}: holding", now_s)
+                self._switch(
+                    ControlMode.HOLD, f"{src.value}_silent", f"the {src.value} is {why}: holding", now_s
+                )
         if self._switched:
             start = self._present if self._present is not None else self._filter.hold()
             if start is None:
@@ -266,13 +272,13 @@ class Arbiter:
             self._filter.reset(start)
             self._hold = self._filter.hold()
             self._switched = False
-        if self.mode == Mode.HOLD:
+        if self.mode == ControlMode.HOLD:
             return None if self._hold is None else self._hold.copy()
-        src = Source.POLICY if self.mode == Mode.POLICY else Source.HUMAN
+        src = Source.POLICY if self.mode == ControlMode.POLICY else Source.HUMAN
         return self._filter.apply(self._latest[src].command).command
 
     # ------------------------------------------------------------------ internals
-    def _switch(self, mode: Mode, event: str, message: str, now_s: float) -> Reply:
+    def _switch(self, mode: ControlMode, event: str, message: str, now_s: float) -> Reply:
         t = Transition(now_s, self.mode, mode, event, message)
         self.mode = mode
         self._switched = True

@@ -42,6 +42,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 from std_srvs.srv import SetBool, Trigger
 
+from lerobot_core.control_mode import ControlMode
 from lerobot_core.joint_map import index_plan
 from lerobot_core.realtime import process_threads, set_fifo
 from lerobot_core.robots import get_robot_spec
@@ -50,7 +51,7 @@ from lerobot_core.ros.params import declare
 from lerobot_msgs.msg import ControlStatus
 from lerobot_msgs.srv import ArbiterCommand
 
-from .arbiter import COMMANDS, Arbiter, ArbiterConfig, Mode, Reply, Source, Transition
+from .arbiter import COMMANDS, Arbiter, ArbiterConfig, Reply, Source, Transition
 from .pedal import PedalError, PedalReader, commands_for, parse_key_map
 from .safety import SafetyLimits
 
@@ -62,7 +63,7 @@ QOS_STATUS = QoSProfile(
     depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
 )
 RECORDER_SERVICES = {"save": "stop_episode", "rerecord": "discard_episode", "stop": "finalize"}
-INITIAL_MODES = {"policy": Mode.POLICY, "human": Mode.HUMAN, "hold": Mode.HOLD}
+INITIAL_MODES = {"policy": ControlMode.POLICY, "human": ControlMode.HUMAN, "hold": ControlMode.HOLD}
 # a control step counts at most this many periods toward a source's silence; the rest of a longer
 # gap since the previous step was a stall of this process
 STALL_PERIODS = 2.0
@@ -527,7 +528,7 @@ class ControlArbiterNode(LifecycleNode):
             stalled = self._stalled_s(now)
             cmd = self.arbiter.step(now, stalled_s=stalled)
             mode = self.arbiter.mode
-            if stalled > 0.0 and mode != Mode.HOLD:
+            if stalled > 0.0 and mode != ControlMode.HOLD:
                 self._log_excused_stall(now, stalled)
         if cmd is not None:
             self._publish_command(cmd)
@@ -554,7 +555,7 @@ class ControlArbiterNode(LifecycleNode):
     def _log_excused_stall(self, now: float, stalled: float) -> None:
         """Say so when the stall decided the outcome: the driving source would be silent without it."""
         arb = self.arbiter
-        src = Source.POLICY if arb.mode == Mode.POLICY else Source.HUMAN
+        src = Source.POLICY if arb.mode == ControlMode.POLICY else Source.HUMAN
         if now - arb.heard_s(src) > self.cfg.source_timeout_s:
             self.get_logger().warning(
                 f"this control step ran {stalled + STALL_PERIODS / self.cfg.rate_hz:.3f} s after the "
@@ -582,17 +583,17 @@ class ControlArbiterNode(LifecycleNode):
             self.get_logger().info(f"{t.previous.name} -> {t.mode.name} ({t.event}): {t.message}")
             if self._active:
                 self._sync_leader_torque(t.mode)
-            if t.mode == Mode.POLICY and self.cfg.reset_policy_on_resume:
+            if t.mode == ControlMode.POLICY and self.cfg.reset_policy_on_resume:
                 self._call(self.cli_policy_reset, Trigger.Request(), "policy/reset")
         self._publish_status()
 
     # ------------------------------------------------------------------ outputs
-    def _sync_leader_torque(self, mode: Mode) -> None:
+    def _sync_leader_torque(self, mode: ControlMode) -> None:
         """The leader's torque is on exactly while paused (it mirrors the follower), off otherwise."""
-        if not self.cfg.mirror_leader or (mode == Mode.HOLD) == self._leader_torque:
+        if not self.cfg.mirror_leader or (mode == ControlMode.HOLD) == self._leader_torque:
             return
         if self.cli_leader_torque.service_is_ready():
-            self._set_leader_torque(mode == Mode.HOLD)
+            self._set_leader_torque(mode == ControlMode.HOLD)
 
     def _set_leader_torque(self, on: bool) -> None:
         self._leader_torque = on

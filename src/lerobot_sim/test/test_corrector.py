@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 import lerobot_sim  # noqa: F401
-from lerobot_policy_node.arbiter import Arbiter, ArbiterConfig, Mode, Source
+from lerobot_core.control_mode import ControlMode
+from lerobot_policy_node.arbiter import Arbiter, ArbiterConfig, Source
 from lerobot_policy_node.safety import SafetyLimits
 from lerobot_sim.corrector import Corrector, CorrectorConfig
 from lerobot_sim.expert import ScriptedExpert
@@ -14,7 +15,7 @@ from lerobot_sim.so101_model import JOINT_NAMES, JointLimits
 
 FPS = 30
 STEP = 0.1  # rad per control step (3 rad/s at 30 fps): the expert's fastest moves pass unbounded
-MODE_NAMES = {Mode.POLICY: "policy", Mode.HUMAN: "human", Mode.HOLD: "hold"}
+MODE_NAMES = {ControlMode.POLICY: "policy", ControlMode.HUMAN: "human", ControlMode.HOLD: "hold"}
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +71,7 @@ def run_episode(env, corrector, policy, seed, steps=300, human_silent_steps=0):
         arb.update_present(q)
         arb.update_source(Source.POLICY, policy.act(q, cube), t)
         human, request = corrector.step(q, cube, t, MODE_NAMES[arb.mode])
-        if arb.mode == Mode.HUMAN and silent_left > 0:
+        if arb.mode == ControlMode.HUMAN and silent_left > 0:
             silent_left -= 1
         else:
             arb.update_source(Source.HUMAN, human, t)
@@ -90,10 +91,10 @@ def test_a_failing_policy_is_paused_corrected_and_gets_control_back(env, correct
     arb, log, lifted = run_episode(env, corrector, StuckPolicy(), seed=3)
     events = [(t.previous, t.mode, t.event) for t in arb.transitions]
     assert events[:4] == [
-        (Mode.HOLD, Mode.POLICY, "start"),
-        (Mode.POLICY, Mode.HOLD, "pause"),
-        (Mode.HOLD, Mode.HUMAN, "takeover"),
-        (Mode.HUMAN, Mode.POLICY, "resume"),
+        (ControlMode.HOLD, ControlMode.POLICY, "start"),
+        (ControlMode.POLICY, ControlMode.HOLD, "pause"),
+        (ControlMode.HOLD, ControlMode.HUMAN, "takeover"),
+        (ControlMode.HUMAN, ControlMode.POLICY, "resume"),
     ], events
     assert corrector.interventions == 1 and "off the expert's plan" in corrector.reason
     assert lifted  # the human recovered: the cube was grasped and lifting before the hand-back
@@ -115,12 +116,12 @@ def test_a_human_held_for_silence_takes_over_again_and_hands_back(env):
     arb, _, lifted = run_episode(env, corrector, StuckPolicy(), seed=3, human_silent_steps=10)
     events = [(t.previous, t.mode, t.event) for t in arb.transitions]
     assert events[:6] == [
-        (Mode.HOLD, Mode.POLICY, "start"),
-        (Mode.POLICY, Mode.HOLD, "pause"),
-        (Mode.HOLD, Mode.HUMAN, "takeover"),
-        (Mode.HUMAN, Mode.HOLD, "human_silent"),
-        (Mode.HOLD, Mode.HUMAN, "takeover"),
-        (Mode.HUMAN, Mode.POLICY, "resume"),
+        (ControlMode.HOLD, ControlMode.POLICY, "start"),
+        (ControlMode.POLICY, ControlMode.HOLD, "pause"),
+        (ControlMode.HOLD, ControlMode.HUMAN, "takeover"),
+        (ControlMode.HUMAN, ControlMode.HOLD, "human_silent"),
+        (ControlMode.HOLD, ControlMode.HUMAN, "takeover"),
+        (ControlMode.HUMAN, ControlMode.POLICY, "resume"),
     ], events
     assert corrector.interventions == 1
     assert lifted  # the recovery went on after the silence: the cube was grasped before the hand-back

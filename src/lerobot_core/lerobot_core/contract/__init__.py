@@ -50,7 +50,6 @@ from .model import Contract  # noqa: F401
 from .schema import (  # noqa: F401
     COMPRESSED_IMAGE,
     CONTROL_FIELDS,
-    CONTROL_MODE_HOLD,
     CONTROL_STATUS,
     DEFAULT_MAX_STALENESS,
     EXTRA_PREFIX,

@@ -17,6 +17,7 @@ import yaml
 
 from lerobot_core import units, yaml_io
 from lerobot_core.alignment import HOLD, StreamSpec
+from lerobot_core.control_mode import ControlMode
 from lerobot_core.image_conversion import AUTO_DEPTH_ENCODINGS, DEPTH_ENCODINGS
 from lerobot_core.time import stamp_to_ns
 
@@ -29,7 +30,6 @@ from .extraction import (
     vector_values,
 )
 from .schema import (
-    CONTROL_MODE_HOLD,
     IMAGE,
     IMAGE_PREFIX,
     JOINT_STATE,
@@ -273,7 +273,7 @@ class Contract:
     def paused(self, values: Mapping[str, Any]) -> bool:
         """True when a tick falls in a pause of the control arbiter (such ticks make no frame)."""
         return any(
-            (v := values.get(src.topic)) is not None and v["mode"] == CONTROL_MODE_HOLD
+            (v := values.get(src.topic)) is not None and v["mode"] == ControlMode.HOLD
             for src in self.extras.values()
         )
 

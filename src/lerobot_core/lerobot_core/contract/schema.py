@@ -32,7 +32,6 @@ LATCHED_TYPES = (STRING, CONTROL_STATUS)  # published on change: the latest valu
 # per-frame extras, named as LeRobot names them (complementary_info.<name>), from the arbiter's status
 EXTRA_PREFIX = "complementary_info."
 CONTROL_FIELDS = {"is_intervention": "bool", "mode": "int64"}  # ControlStatus field -> dataset dtype
-CONTROL_MODE_HOLD = 2  # ControlStatus.MODE_HOLD: paused, no frames
 
 FIELDS = {"position": "pos", "velocity": "vel", "effort": "effort"}
 # a PoseStamped source has the one field "pose"; its "joints" are these components (metres, quaternion)
