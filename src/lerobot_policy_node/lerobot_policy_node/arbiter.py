@@ -291,3 +291,35 @@ class Arbiter:
 
     def _refuse(self, message: str) -> Reply:
         return Reply(False, message, self.mode)
+
+
+# a control step counts at most this many periods toward a source's silence; the rest of a longer
+# gap since the previous step was a stall of the caller
+STALL_PERIODS = 2.0
+
+
+class StallMeter:
+    """How long the caller was stalled before each control step (``Arbiter.step``'s ``stalled_s``):
+    the time beyond STALL_PERIODS periods since the previous step, else 0.
+
+    rclpy's executor runs a ready timer before the ready subscriptions of the same wake-up, and
+    after a long stall the timer's next period may come a moment later. Without this, the first
+    steps after a stall of the process (not scheduled on a busy machine, a long pause) would
+    see only the commands from before it, although newer ones wait to be taken, and end the
+    drive. The arbiter does not count this time toward any source's silence, so a source that
+    really stopped is judged at most that much later; a step counts at most STALL_PERIODS
+    periods, so silence is judged even when every step runs late.
+    """
+
+    def __init__(self, rate_hz: float):
+        self.allowed_s = STALL_PERIODS / rate_hz
+        self._last_s: float | None = None  # the previous control step (None: none since restart)
+
+    def restart(self) -> None:
+        self._last_s = None
+
+    def step(self, now_s: float) -> float:
+        previous, self._last_s = self._last_s, now_s
+        if previous is None:
+            return 0.0
+        return max(0.0, now_s - previous - self.allowed_s)

@@ -29,7 +29,6 @@ from __future__ import annotations
 import collections
 import math
 import threading
-from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
@@ -37,7 +36,6 @@ import rclpy
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
 from std_srvs.srv import SetBool, Trigger
@@ -45,47 +43,17 @@ from std_srvs.srv import SetBool, Trigger
 from lerobot_core.control_mode import ControlMode
 from lerobot_core.joint_map import index_plan
 from lerobot_core.realtime import process_threads, set_fifo
-from lerobot_core.robots import get_robot_spec
+from lerobot_core.ros import qos
 from lerobot_core.ros.node import autostart_timer, publish_unless_shut_down, run_node
-from lerobot_core.ros.params import declare
 from lerobot_msgs.msg import ControlStatus
 from lerobot_msgs.srv import ArbiterCommand
 
-from .arbiter import COMMANDS, Arbiter, ArbiterConfig, Reply, Source, Transition
-from .pedal import PedalError, PedalReader, commands_for, parse_key_map
-from .safety import SafetyLimits
+from .arbiter import COMMANDS, Arbiter, ArbiterConfig, Reply, Source, StallMeter, Transition
+from .control_arbiter_params import INITIAL_MODES, read_parameters, safety_limits
+from .control_arbiter_status import ReplyLines, status_message, with_last_transition
+from .pedal import PedalError, PedalThread, parse_key_map
 
-SO101_JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
-QOS_COMMAND = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE)  # the newest command only
-QOS_JOINTS = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
-# every transition reaches live subscribers; a late joiner gets the newest
-QOS_STATUS = QoSProfile(
-    depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
-)
 RECORDER_SERVICES = {"save": "stop_episode", "rerecord": "discard_episode", "stop": "finalize"}
-INITIAL_MODES = {"policy": ControlMode.POLICY, "human": ControlMode.HUMAN, "hold": ControlMode.HOLD}
-# a control step counts at most this many periods toward a source's silence; the rest of a longer
-# gap since the previous step was a stall of this process
-STALL_PERIODS = 2.0
-
-
-@dataclass(frozen=True)
-class ControlArbiterConfig:
-    joint_names: list[str]
-    robot: str
-    rate_hz: float
-    max_step_rad: float
-    source_timeout_s: float
-    initial_mode: str
-    reset_policy_on_resume: bool
-    recorder: str
-    mirror_leader: bool
-    mirror_tolerance_rad: float
-    alignment_timeout_s: float
-    pedal_device: str
-    pedal_keys: list[str]
-    control_priority: int
-    autostart: bool = False
 
 
 class ControlArbiterNode(LifecycleNode):
@@ -96,14 +64,14 @@ class ControlArbiterNode(LifecycleNode):
 
     def __init__(self, **kwargs):
         super().__init__("control_arbiter", **kwargs)
-        self.cfg = self._read_parameters()
+        self.cfg = read_parameters(self)
         names = list(self.cfg.joint_names)
         self._joints = tuple(names)
         self._key_map = parse_key_map(self.cfg.pedal_keys, COMMANDS) if self.cfg.pedal_device else {}
         self.arbiter = Arbiter(
             ArbiterConfig(
                 joint_names=tuple(names),
-                limits=self._limits(),
+                limits=safety_limits(self.cfg),
                 source_timeout_s=self.cfg.source_timeout_s,
                 initial_mode=INITIAL_MODES[self.cfg.initial_mode],
                 require_leader_alignment=self.cfg.mirror_leader,
@@ -113,11 +81,10 @@ class ControlArbiterNode(LifecycleNode):
         self._lock = threading.Lock()
         self._active = False  # forwarding; only changed by the lifecycle transitions, under _lock
         self._present: np.ndarray | None = None
-        self._last_tick_s: float | None = None  # the previous control step (None: none since activate)
+        self._stall = StallMeter(self.cfg.rate_hz)
         self._published_transitions = 0
         self._last_event, self._last_message = "", "unconfigured"
-        self._refused_line: str | None = None  # the last refusal logged, and its repeats not logged
-        self._refused_repeats = 0
+        self._reply_lines = ReplyLines()
         self._last_transition: Transition | None = None
         self._leader_torque = False
         self._leader_errors: collections.deque = collections.deque(maxlen=3)
@@ -128,16 +95,15 @@ class ControlArbiterNode(LifecycleNode):
         self._timer = None
         self.cli_policy_reset = self.cli_leader_torque = None
         self.cli_recorder: dict = {}
-        self._pedal: PedalReader | None = None
-        self._pedal_thread: threading.Thread | None = None
-        self._pedal_stop = threading.Event()
+        self._pedal: PedalThread | None = None
         # pedal presses are handed to the executor, so every input runs in the arbiter's callback group
         self._pedal_inputs: collections.deque = collections.deque()
         self._pedal_guard = None
         self._exit_code = 0
 
         # the status and the inputs exist in every state: an inactive arbiter says so
-        self.pub_status = self.create_publisher(ControlStatus, "arbiter/status", QOS_STATUS)
+        # every transition reaches live subscribers; a late joiner gets the newest
+        self.pub_status = self.create_publisher(ControlStatus, "arbiter/status", qos.STATUS)
         self.create_service(ArbiterCommand, "arbiter/command", self._on_command, callback_group=self._group)
         for command in ("pause", "takeover", "resume"):
             self.create_service(
@@ -177,30 +143,30 @@ class ControlArbiterNode(LifecycleNode):
     def on_configure(self, state: State) -> TransitionCallbackReturn:
         if self.cfg.pedal_device:
             try:
-                self._pedal = PedalReader(self.cfg.pedal_device)
+                self._pedal = PedalThread(self.cfg.pedal_device, self._key_map)
             except PedalError as exc:
                 self.get_logger().error(f"configure failed: {exc}")
                 self._last_event, self._last_message = "configure_failed", str(exc)
                 self._publish_status()
                 return TransitionCallbackReturn.FAILURE
         g = self._group
-        self.pub_cmd = self.create_lifecycle_publisher(JointState, "joint_commands", QOS_COMMAND)
+        self.pub_cmd = self.create_lifecycle_publisher(JointState, "joint_commands", qos.LATEST)
         io = [
             self.create_subscription(
-                JointState, "joint_states", self._on_joint_states, QOS_JOINTS, callback_group=g
+                JointState, "joint_states", self._on_joint_states, qos.JOINTS_IN, callback_group=g
             ),
             self.create_subscription(
                 JointState,
                 "policy/joint_commands",
                 lambda m: self._on_source(Source.POLICY, m),
-                QOS_COMMAND,
+                qos.LATEST,
                 callback_group=g,
             ),
             self.create_subscription(
                 JointState,
                 "teleop/joint_commands",
                 lambda m: self._on_source(Source.HUMAN, m),
-                QOS_COMMAND,
+                qos.LATEST,
                 callback_group=g,
             ),
         ]
@@ -222,7 +188,7 @@ class ControlArbiterNode(LifecycleNode):
                     Float64,
                     "teleop/leader_mirror_error",
                     self._on_mirror_error,
-                    QOS_COMMAND,
+                    qos.LATEST,
                     callback_group=g,
                 ),
             ]
@@ -243,14 +209,13 @@ class ControlArbiterNode(LifecycleNode):
         with self._lock:
             self.arbiter.restart()
             self._active = True
-            self._last_tick_s = None
+            self._stall.restart()
         self._leader_errors.clear()
         self._last_event = "activate"
         self._last_message = f"holding until the {self.cfg.initial_mode} publishes"
         if self._pedal is not None:
-            self._pedal_stop.clear()
-            self._pedal_thread = threading.Thread(target=self._pedal_loop, name="pedal", daemon=True)
-            self._pedal_thread.start()
+            alive = partial(rclpy.ok, context=self.context)
+            self._pedal.start(self._on_pedal_presses, alive, lambda error: self.get_logger().error(error))
         self._timer.reset()
         self._publish_status()
         self.get_logger().info(
@@ -279,7 +244,8 @@ class ControlArbiterNode(LifecycleNode):
         """The safe state: HOLD at the measured pose, one last hold command, then no commands; the
         leader's torque off; no inputs taken."""
         self._timer.cancel()
-        self._stop_pedal()
+        if self._pedal is not None:
+            self._pedal.stop()
         now = self._now()
         with self._lock:
             self._active = False
@@ -295,17 +261,13 @@ class ControlArbiterNode(LifecycleNode):
         self._publish_status()
         self.get_logger().info(self._last_message)
 
-    def _stop_pedal(self) -> None:
-        self._pedal_stop.set()
-        if self._pedal_thread is not None and self._pedal_thread is not threading.current_thread():
-            self._pedal_thread.join(1.0)
-        self._pedal_thread = None
-
-    def _release(self) -> None:
-        self._stop_pedal()
+    def _close_pedal(self) -> None:
         if self._pedal is not None:
             self._pedal.close()
             self._pedal = None
+
+    def _release(self) -> None:
+        self._close_pedal()
         for entity in self._io:
             if hasattr(entity, "srv_name"):
                 self.destroy_client(entity)
@@ -323,91 +285,6 @@ class ControlArbiterNode(LifecycleNode):
             self.pub_cmd = None
         self.cli_policy_reset = self.cli_leader_torque = None
         self.cli_recorder = {}
-
-    # ------------------------------------------------------------------ parameters
-    def _read_parameters(self) -> ControlArbiterConfig:
-        p = partial(declare, self)
-
-        cfg = ControlArbiterConfig(
-            joint_names=p("joint_names", SO101_JOINTS, "the robot's joints, as the sources name them"),
-            robot=p(
-                "robot",
-                "so101_follower",
-                "robot type for joint limits (lerobot_core.robots); empty = none",
-            ),
-            rate_hz=p(
-                "rate_hz", 30.0, "control rate: commands to the robot per second [Hz]", range=(1.0, 1000.0)
-            ),
-            max_step_rad=p(
-                "max_step_rad",
-                0.05,
-                "max change of any joint command per control step [rad]",
-                range=(1e-6, 10.0),
-            ),
-            source_timeout_s=p(
-                "source_timeout_s",
-                0.5,
-                "a driving source silent for longer -> hold; also how fresh a source must be to take over [s]",
-                range=(0.001, 60.0),
-            ),
-            initial_mode=p(
-                "initial_mode",
-                "policy",
-                f"who drives once it first publishes ({' | '.join(INITIAL_MODES)}; hold = wait for an input)",
-            ),
-            reset_policy_on_resume=p(
-                "reset_policy_on_resume", True, "call policy/reset when control returns to the policy"
-            ),
-            recorder=p("recorder", "recorder", "recorder namespace for save / rerecord / stop"),
-            mirror_leader=p(
-                "mirror_leader",
-                False,
-                "leader arm with active motors: mirrors the follower while paused (leader/torque_enable)",
-            ),
-            mirror_tolerance_rad=p(
-                "mirror_tolerance_rad",
-                math.radians(2.0),
-                "takeover waits until the leader is this close to the follower on every joint [rad]",
-                range=(1e-4, 1.0),
-            ),
-            alignment_timeout_s=p(
-                "alignment_timeout_s",
-                5.0,
-                "a waiting takeover is dropped after this [s]",
-                range=(0.1, 60.0),
-            ),
-            pedal_device=p(
-                "pedal_device", "", "foot pedal evdev path (/dev/input/by-id/...-event-kbd); empty = none"
-            ),
-            pedal_keys=p(
-                "pedal_keys",
-                ["KEY_A:pause", "KEY_B:takeover", "KEY_C:resume"],
-                "pedal key -> command: 'KEY_NAME:command' or 'code:command'",
-            ),
-            control_priority=p(
-                "control_priority",
-                50,
-                "SCHED_FIFO priority (1-99) of every thread of the arbiter (its executor and the DDS "
-                "threads) where permitted (CAP_SYS_NICE or an rtprio limit; else normal scheduling with "
-                "a warning); 0 = normal scheduling",
-                range=(0, 99),
-            ),
-            autostart=p("autostart", False, "configure and activate right after start"),
-        )
-        if cfg.initial_mode not in INITIAL_MODES:
-            raise ValueError(
-                f"parameter initial_mode={cfg.initial_mode!r}: use one of {', '.join(INITIAL_MODES)}"
-            )
-        return cfg
-
-    def _limits(self) -> SafetyLimits:
-        names, n = self.cfg.joint_names, len(self.cfg.joint_names)
-        lower = upper = None
-        if self.cfg.robot:
-            spec = get_robot_spec(self.cfg.robot)
-            lower = [spec.limits[j].lower if j in spec.limits else -np.inf for j in names]
-            upper = [spec.limits[j].upper if j in spec.limits else np.inf for j in names]
-        return SafetyLimits.build(n, lower, upper, self.cfg.max_step_rad)
 
     # ------------------------------------------------------------------ inputs
     def _now(self) -> float:
@@ -461,8 +338,13 @@ class ControlArbiterNode(LifecycleNode):
                     self.arbiter.mode,
                 )
         if reply.success and command in RECORDER_SERVICES:
-            self._call_recorder(command)
-        self._log_reply(command, reply)
+            self._call(self.cli_recorder[command], Trigger.Request(), f"recorder {command}")
+        line = self._reply_lines.line(command, reply)
+        # rclpy ties a severity to each logging call site: one line per severity
+        if line is not None and reply.success:
+            self.get_logger().info(line)
+        elif line is not None:
+            self.get_logger().warning(line)
         if not reply.success:
             self._last_event, self._last_message = f"{command}_refused", reply.message
             self._publish_status()
@@ -474,24 +356,6 @@ class ControlArbiterNode(LifecycleNode):
         self._after_change()
         return reply
 
-    def _log_reply(self, command: str, reply) -> None:
-        """One line per reply; a refusal repeated word for word (a front end asking again until the
-        policy speaks) is logged once, and the next other reply says how many were not shown."""
-        line = f"{command}: {reply.message}"
-        if not reply.success and line == self._refused_line:
-            self._refused_repeats += 1
-            return
-        shown = line
-        if self._refused_repeats:
-            shown += f" (after {self._refused_repeats} more '{self._refused_line}', not shown)"
-        self._refused_line, self._refused_repeats = (None if reply.success else line), 0
-        line = shown
-        # rclpy ties a severity to each logging call site: one line per severity
-        if reply.success:
-            self.get_logger().info(line)
-        else:
-            self.get_logger().warning(line)
-
     def _on_command(self, request: ArbiterCommand.Request, response: ArbiterCommand.Response):
         reply = self.request(request.command.strip().lower())
         response.success, response.message, response.mode = reply.success, reply.message, int(reply.mode)
@@ -502,18 +366,10 @@ class ControlArbiterNode(LifecycleNode):
         response.success, response.message = reply.success, reply.message
         return response
 
-    def _pedal_loop(self) -> None:
-        key_map = self._key_map
-        while not self._pedal_stop.is_set() and rclpy.ok(context=self.context):
-            try:
-                codes = self._pedal.read_presses(0.1)
-            except PedalError as exc:
-                self.get_logger().error(str(exc))
-                return
-            commands = commands_for(codes, key_map)
-            if commands and self._pedal_guard is not None:
-                self._pedal_inputs.extend(commands)
-                self._pedal_guard.trigger()
+    def _on_pedal_presses(self, commands: list[str]) -> None:  # on the pedal's thread
+        if self._pedal_guard is not None:
+            self._pedal_inputs.extend(commands)
+            self._pedal_guard.trigger()
 
     def _on_pedal_inputs(self) -> None:
         while self._pedal_inputs:
@@ -525,7 +381,7 @@ class ControlArbiterNode(LifecycleNode):
         with self._lock:
             if not self._active:  # a tick that raced a deactivate sends nothing
                 return
-            stalled = self._stalled_s(now)
+            stalled = self._stall.step(now)
             cmd = self.arbiter.step(now, stalled_s=stalled)
             mode = self.arbiter.mode
             if stalled > 0.0 and mode != ControlMode.HOLD:
@@ -535,30 +391,13 @@ class ControlArbiterNode(LifecycleNode):
         self._after_change()
         self._sync_leader_torque(mode)
 
-    def _stalled_s(self, now: float) -> float:
-        """How long this process was stalled before this control step (called under _lock): the
-        time beyond STALL_PERIODS periods since the previous step, else 0.
-
-        rclpy's executor runs a ready timer before the ready subscriptions of the same wake-up, and
-        after a long stall the timer's next period may come a moment later. Without this, the first
-        steps after a stall of this process (not scheduled on a busy machine, a long pause) would
-        see only the commands from before it, although newer ones wait to be taken, and end the
-        drive. The arbiter does not count this time toward any source's silence, so a source that
-        really stopped is judged at most that much later; a step counts at most STALL_PERIODS
-        periods, so silence is judged even when every step runs late.
-        """
-        previous, self._last_tick_s = self._last_tick_s, now
-        if previous is None:
-            return 0.0
-        return max(0.0, now - previous - STALL_PERIODS / self.cfg.rate_hz)
-
     def _log_excused_stall(self, now: float, stalled: float) -> None:
         """Say so when the stall decided the outcome: the driving source would be silent without it."""
         arb = self.arbiter
         src = Source.POLICY if arb.mode == ControlMode.POLICY else Source.HUMAN
         if now - arb.heard_s(src) > self.cfg.source_timeout_s:
             self.get_logger().warning(
-                f"this control step ran {stalled + STALL_PERIODS / self.cfg.rate_hz:.3f} s after the "
+                f"this control step ran {stalled + self._stall.allowed_s:.3f} s after the "
                 f"previous one (the process was stalled): {stalled:.3f} s of it does not count toward "
                 f"the {src.value}'s silence, whose commands sent meanwhile wait to be taken",
                 throttle_duration_sec=5.0,
@@ -616,40 +455,20 @@ class ControlArbiterNode(LifecycleNode):
 
         fut.add_done_callback(done)
 
-    def _call_recorder(self, command: str) -> None:
-        self._call(self.cli_recorder[command], Trigger.Request(), f"recorder {command}")
-
     def _publish_status(self) -> None:
         if not rclpy.ok(context=self.context):
             return
         now = self._now()
         with self._lock:
-            a = self.arbiter
-            msg = ControlStatus(
-                mode=int(a.mode),
-                is_intervention=a.is_intervention,
-                transitions=len(a.transitions),
-                policy_live=a.is_live(Source.POLICY, now),
-                leader_live=a.is_live(Source.HUMAN, now),
-                leader_aligned=a.leader_aligned,
-                leader_error_rad=float(a.leader_error),
-            )
-        t = self._last_transition
-        msg.previous_mode = int(t.previous) if t is not None else msg.mode
-        msg.event, msg.message = self._last_event, self._last_message
-        if t is not None:
-            sec = int(t.stamp_s)
-            msg.transition_stamp.sec, msg.transition_stamp.nanosec = sec, int((t.stamp_s - sec) * 1e9)
+            msg = status_message(self.arbiter, now)
+        msg = with_last_transition(msg, self._last_transition, self._last_event, self._last_message)
         msg.header.stamp = self.get_clock().now().to_msg()
         publish_unless_shut_down(self.pub_status, msg, self.context)
 
     def shutdown_safely(self) -> int:
         """Process exit (Ctrl-C, SIGTERM, a failed autostart): the pedal thread stops and the device
         is closed; returns the exit code."""
-        self._stop_pedal()
-        if self._pedal is not None:
-            self._pedal.close()
-            self._pedal = None
+        self._close_pedal()
         return self._exit_code
 
 

@@ -12,8 +12,9 @@ import os
 import select
 import stat
 import struct
+import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 # struct input_event on 64-bit Linux: long tv_sec, long tv_usec, u16 type, u16 code, s32 value
 EVENT_FORMAT = "llHHi"
@@ -146,3 +147,48 @@ class PedalReader:
 
 def commands_for(codes: Iterable[int], key_map: Mapping[int, str]) -> list[str]:
     return [key_map[c] for c in codes if c in key_map]
+
+
+class PedalThread:
+    """A pedal read on a thread of its own: each press's commands go to ``deliver`` (the node queues
+    them for its executor, so they run where its other inputs run), until ``stop`` or ``alive()`` is
+    false. A read error goes to ``on_error`` and ends the thread."""
+
+    def __init__(self, path: str, key_map: Mapping[int, str]):
+        self.reader = PedalReader(path)  # a bad path fails here, naming it
+        self.key_map = key_map
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(
+        self,
+        deliver: Callable[[list[str]], None],
+        alive: Callable[[], bool],
+        on_error: Callable[[str], None],
+    ) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(
+            target=self._run, args=(deliver, alive, on_error), name="pedal", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, deliver, alive, on_error) -> None:
+        while not self._stop.is_set() and alive():
+            try:
+                codes = self.reader.read_presses(0.1)
+            except PedalError as exc:
+                on_error(str(exc))
+                return
+            commands = commands_for(codes, self.key_map)
+            if commands:
+                deliver(commands)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(1.0)
+        self._thread = None
+
+    def close(self) -> None:
+        self.stop()
+        self.reader.close()

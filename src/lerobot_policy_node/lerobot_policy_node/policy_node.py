@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
@@ -22,77 +21,40 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
-from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CompressedImage, Image, JointState
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from lerobot_core import topics
-from lerobot_core.contract import COMPRESSED_IMAGE, UNITS, Contract
+from lerobot_core.contract import COMPRESSED_IMAGE
 from lerobot_core.contract.extraction import decode_image
 from lerobot_core.image_conversion import image_msg_to_rgb
-from lerobot_core.robots import SO_JOINTS, get_robot_spec
 from lerobot_core.ros import qos
 from lerobot_core.ros.device import message_class
 from lerobot_core.ros.node import autostart_timer, publish_unless_shut_down, run_node
-from lerobot_core.ros.params import declare
 from lerobot_core.time import NS_PER_S, ns_to_stamp, stamp_to_ns
 from lerobot_msgs.action import RunPolicy
 from lerobot_msgs.msg import ActionChunk, PolicyStatus
 from lerobot_msgs.srv import LoadPolicy
-from lerobot_runtime import PolicyLoadError, load_policy
+from lerobot_runtime import PolicyLoadError
 
-from .action_path import scheduler_config
-from .action_queue import QUEUE_MODES
-from .controller import RUNNING, ChunkInfo, PolicyController, joint_mapper
-from .deployment import LEROBOT_DEFAULT_UNITS, Deployment, check_checkpoint, dataset_units, from_contract
-from .observation import ENV_STATE_KEY, ObservationBuilder, ObservationSpec
+from .controller import RUNNING, ChunkInfo, PolicyController
+from .deployment import Deployment
+from .observation import ENV_STATE_KEY
+from .policy_setup import read_parameters, set_up
 from .progress import ProgressReport
-from .safety import SafetyFilter, SafetyLimits
+from .safety import SafetyFilter
 
-COMMAND_INTERFACES = ("joint_state", "forward_position", "joint_trajectory")
 QOS_COMMAND = qos.LATEST  # latest command only
 QOS_STATUS = qos.LATCHED
-QOS_JOINTS = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
-
-
-@dataclass(frozen=True)
-class PolicyNodeConfig:
-    policy_path: str
-    device: str
-    task: str
-    task_topic: str
-    fps: float
-    interpolation_multiplier: int
-    queue_mode: str
-    rtc: bool
-    refill_threshold: float
-    n_action_steps: int
-    temporal_ensemble_coeff: float
-    command_interface: str
-    joint_names: list[str]
-    joint_units: str
-    robot: str
-    joint_lower_limits: list[float]
-    joint_upper_limits: list[float]
-    max_step_rad: float
-    max_observation_age_s: float
-    run_on_activate: bool
-    publish_chunks: bool
-    torch_threads: int
-    control_priority: int
-    autostart: bool
-    exit_on_failure: bool
-    contract: str = ""
-    dataset_root: str = ""
-    dataset_units: str = ""
+QOS_JOINTS = qos.JOINTS_IN
 
 
 class PolicyNode(LifecycleNode):
     def __init__(self, **kwargs):
         super().__init__("policy", **kwargs)
-        self.cfg = self._read_parameters()
+        self.cfg = read_parameters(self)
         self.policy = None
         self.policy_path = ""
         self.controller: PolicyController | None = None
@@ -105,7 +67,7 @@ class PolicyNode(LifecycleNode):
         self._status_message = ""
         self._cb_group = ReentrantCallbackGroup()
         self.pub_status = self.create_publisher(PolicyStatus, "policy/status", QOS_STATUS)
-        self.pub_chunk = self.create_publisher(ActionChunk, "policy/action_chunk", QoSProfile(depth=5))
+        self.pub_chunk = self.create_publisher(ActionChunk, "policy/action_chunk", qos.RELIABLE)
         self._pub_cmd = None
         self.deployment: Deployment | None = None  # from the contract parameter, set by _load
         self._joint_names = list(self.cfg.joint_names)  # command order
@@ -133,239 +95,30 @@ class PolicyNode(LifecycleNode):
         if self.cfg.autostart:
             autostart_timer(self, on_failure=self._autostart_failed)
 
-    # ------------------------------------------------------------------ parameters
-    def _read_parameters(self) -> PolicyNodeConfig:
-        p = partial(declare, self)
-        cfg = PolicyNodeConfig(
-            policy_path=p(
-                "policy_path",
-                "",
-                "checkpoint directory as LeRobot saves it (pretrained_model/), or a Hub id org/name "
-                "(from the Hugging Face cache; offline with HF_HUB_OFFLINE=1)",
-            ),
-            device=p("device", "cpu", "torch device for inference (cpu, cuda, ...)"),
-            task=p("task", "", "task string for language-conditioned policies", read_only=False),
-            task_topic=p(
-                "task_topic", "", "std_msgs/String topic that sets the task; empty = parameter only"
-            ),
-            fps=p("fps", 30.0, "policy action rate = the training dataset's fps [Hz]", range=(1.0, 1000.0)),
-            interpolation_multiplier=p(
-                "interpolation_multiplier",
-                1,
-                "commands per policy action (linear interpolation); control rate = fps x this",
-                range=(1, 20),
-            ),
-            queue_mode=p(
-                "queue_mode",
-                "replace",
-                f"chunk merging: {' | '.join(QUEUE_MODES)} (replace = RTC-style, skips the delay)",
-            ),
-            rtc=p(
-                "rtc",
-                True,
-                "real-time chunking (LeRobot's --rtc.enabled): infer the next chunk while the queue plays "
-                "out (from refill_threshold) and merge it with the remainder (queue_mode), so a policy slower "
-                "than the control period does not stall the robot; false = LeRobot's synchronous loop, the "
-                "robot holds at each chunk's end until the next chunk is inferred",
-            ),
-            refill_threshold=p(
-                "refill_threshold",
-                0.5,
-                "with rtc: infer the next chunk when queue <= this x n_action_steps",
-                range=(0.0, 1.0),
-            ),
-            n_action_steps=p(
-                "n_action_steps", 0, "actions used per chunk; 0 = the checkpoint's n_action_steps"
-            ),
-            temporal_ensemble_coeff=p(
-                "temporal_ensemble_coeff", 0.01, "ACT temporal ensembling coefficient (queue_mode ensemble)"
-            ),
-            command_interface=p(
-                "command_interface", "joint_state", f"command output: {' | '.join(COMMAND_INTERFACES)}"
-            ),
-            joint_names=p(
-                "joint_names",
-                list(SO_JOINTS),
-                "robot joints in the policy's state/action order (names as LeRobot spells them)",
-            ),
-            joint_units=p(
-                "joint_units", "rad", "units the policy was trained in: rad | deg (ROS side is always rad)"
-            ),
-            robot=p(
-                "robot",
-                "so101_follower",
-                "robot type for default joint limits (lerobot_core.robots); empty = none",
-            ),
-            joint_lower_limits=p(
-                "joint_lower_limits", [0.0], "lower joint limits [rad]; [0.0] = from the robot type"
-            ),
-            joint_upper_limits=p(
-                "joint_upper_limits", [0.0], "upper joint limits [rad]; [0.0] = from the robot type"
-            ),
-            max_step_rad=p(
-                "max_step_rad",
-                0.05,
-                "max change of any joint command per control step [rad]",
-                range=(1e-6, 10.0),
-            ),
-            max_observation_age_s=p(
-                "max_observation_age_s",
-                0.5,
-                "older observations -> hold the last command [s]",
-                range=(0.001, 60.0),
-            ),
-            run_on_activate=p(
-                "run_on_activate",
-                True,
-                "command the robot as soon as the node is active (else wait for policy/run)",
-            ),
-            publish_chunks=p("publish_chunks", True, "publish every inferred chunk on policy/action_chunk"),
-            torch_threads=p("torch_threads", 0, "torch intra-op threads for inference; 0 = torch default"),
-            control_priority=p(
-                "control_priority",
-                50,
-                "SCHED_FIFO priority of the control thread (1-99) where permitted (CAP_SYS_NICE or an "
-                "rtprio limit; else normal scheduling with a warning); 0 = normal scheduling",
-                range=(0, 99),
-            ),
-            autostart=p("autostart", False, "configure and activate right after start"),
-            exit_on_failure=p(
-                "exit_on_failure",
-                False,
-                "autostart: exit (code 1) when configure or activate fails, so a launcher whose graph needs "
-                "the policy stops with the reason; false = stay up for policy/load_policy",
-            ),
-            contract=p(
-                "contract",
-                "",
-                "the recorder's contract YAML: input topics, joint order, units and fps as recorded "
-                "(replaces joint_names, joint_units and fps); empty = those parameters",
-            ),
-            dataset_root=p(
-                "dataset_root",
-                "",
-                "training dataset (dir or meta/info.json) whose units the contract is checked against; "
-                "empty = dataset.root of the checkpoint's train_config.json",
-            ),
-            dataset_units=p(
-                "dataset_units",
-                "",
-                f"units of the training data when info.json does not say: {' | '.join(UNITS)}; empty = "
-                f"from info.json ({LEROBOT_DEFAULT_UNITS} for a dataset recorded by LeRobot)",
-            ),
-        )
-        if cfg.command_interface not in COMMAND_INTERFACES:
-            raise ValueError(
-                f"parameter command_interface={cfg.command_interface!r}: use one of {COMMAND_INTERFACES}"
-            )
-        if cfg.queue_mode not in QUEUE_MODES:
-            raise ValueError(f"parameter queue_mode={cfg.queue_mode!r}: use one of {QUEUE_MODES}")
-        if cfg.joint_units not in ("rad", "deg"):
-            raise ValueError(f"parameter joint_units={cfg.joint_units!r}: use rad or deg")
-        if cfg.dataset_units and cfg.dataset_units not in UNITS:
-            raise ValueError(f"parameter dataset_units={cfg.dataset_units!r}: use one of {UNITS} or ''")
-        return cfg
-
-    def _limits(self, joint_names: list[str]) -> SafetyLimits:
-        c, n = self.cfg, len(joint_names)
-        lower = c.joint_lower_limits if len(c.joint_lower_limits) == n else None
-        upper = c.joint_upper_limits if len(c.joint_upper_limits) == n else None
-        if (lower is None or upper is None) and c.robot:
-            try:
-                spec = get_robot_spec(c.robot)
-                lower = lower or [spec.limits[j].lower if j in spec.limits else -np.inf for j in joint_names]
-                upper = upper or [spec.limits[j].upper if j in spec.limits else np.inf for j in joint_names]
-            except (KeyError, ValueError) as exc:
-                self.get_logger().warn(
-                    f"no joint limits from robot {c.robot!r} ({exc}); commands are only rate-limited"
-                )
-        return SafetyLimits.build(n, lower, upper, c.max_step_rad)
-
     # ------------------------------------------------------------------ loading
     def _load(self, path: str, device: str) -> str:
         """Load a checkpoint and build the controller; returns '' or the error message."""
         if not path:
             return "no policy_path given (parameter policy_path or the policy/load_policy service)"
         try:
-            if self.cfg.torch_threads > 0:
-                import torch
-
-                torch.set_num_threads(self.cfg.torch_threads)
-            deployment: Deployment | None = None
-            if self.cfg.contract:
-                deployment = from_contract(Contract.load(self.cfg.contract))
-            policy = load_policy(path, device=device or "cpu")
-            pc = policy.config
-            fps = float(deployment.fps) if deployment else self.cfg.fps
-            if deployment is not None:
-                trained, where = dataset_units(pc.path, self.cfg.dataset_root)
-                if self.cfg.dataset_units:
-                    trained = {k: self.cfg.dataset_units for k in ("observation.state", "action")}
-                    where = "parameter dataset_units"
-                check_checkpoint(deployment, pc, trained, where)
-                if not trained:
-                    self.get_logger().warn(
-                        f"units of {pc.path}'s training data unknown (no dataset info.json found): "
-                        f"assuming the contract's {deployment.state.units!r}; set dataset_root to check"
-                    )
-            sched = scheduler_config(
-                pc,
-                fps,
-                self.cfg.queue_mode,
-                n_action_steps=self.cfg.n_action_steps,
-                refill_threshold=self.cfg.refill_threshold,
-                rtc=self.cfg.rtc,
-                interpolation_multiplier=self.cfg.interpolation_multiplier,
-                ensemble_coeff=self.cfg.temporal_ensemble_coeff,
-            )
-            joints = list(deployment.action.joints) if deployment else list(self.cfg.joint_names)
-            state = pc.state_feature
-            state_names = [n[:-4] if n.endswith(".pos") else n for n in (pc.state_names or joints)]
-            if deployment is not None:
-                state_names = list(deployment.state.joints)
-            if state is not None and len(state_names) != state.shape[0]:
-                raise ValueError(
-                    f"the policy's observation.state has {state.shape[0]} values but joint_names has "
-                    f"{len(state_names)}: set joint_names to the policy's state order"
-                )
-            action_names = list(pc.action_names or joints)
-            if deployment is not None:
-                action_names = list(deployment.action.joints)
-            if len(action_names) != pc.action_dim:
-                raise ValueError(
-                    f"the policy's action has {pc.action_dim} values but joint_names has {len(action_names)}"
-                )
-            obs = ObservationBuilder(
-                ObservationSpec(
-                    state_names=tuple(state_names),
-                    image_shapes=dict(pc.image_features),
-                    fps=fps,
-                    max_age_s=self.cfg.max_observation_age_s,
-                    deg=self.cfg.joint_units == "deg",
-                    state_affine=(deployment.state.scale, deployment.state.offset) if deployment else None,
-                    env_state_dim=self._env_state_dim(pc, deployment),
-                )
-            )
+            setup = set_up(self.cfg, path, device, self.get_logger().warn)
             controller = PolicyController(
-                policy,
-                obs,
-                sched,
-                SafetyFilter(self._limits(joints)),
+                setup.policy,
+                setup.observation,
+                setup.scheduler,
+                SafetyFilter(setup.limits),
                 publish_command=self._publish_command,
                 now_ns=lambda: self.get_clock().now().nanoseconds,
                 task=self.task or None,
-                action_to_joint=joint_mapper(
-                    action_names,
-                    joints,
-                    deg=self.cfg.joint_units == "deg",
-                    to_radians=deployment.action.to_radians if deployment else None,
-                ),
+                action_to_joint=setup.action_to_joint,
                 on_chunk=self._on_chunk,
                 on_state_change=self._on_controller_state,
                 control_priority=self.cfg.control_priority,
             )
         except (PolicyLoadError, ValueError) as exc:
             return str(exc)
+        policy, deployment, joints, fps = setup.policy, setup.deployment, setup.joints, setup.fps
+        pc, sched, action_names = policy.config, setup.scheduler, setup.action_names
         self.policy, self.policy_path, self.controller = policy, path, controller
         self._action_names = action_names
         self.deployment, self._joint_names, self._fps = deployment, joints, fps
@@ -518,19 +271,6 @@ class PolicyNode(LifecycleNode):
             )
         except ValueError as exc:
             self.get_logger().error(f"observation.environment_state: {exc}", throttle_duration_sec=5.0)
-
-    @staticmethod
-    def _env_state_dim(pc, deployment) -> int:
-        """The checkpoint's observation.environment_state size; it needs a contract that names its topic."""
-        feature = pc.input_features.get(ENV_STATE_KEY)
-        if feature is None:
-            return 0
-        if deployment is None or deployment.env_state is None:
-            raise ValueError(
-                "the policy takes observation.environment_state: deploy it with contract:= naming that "
-                "feature's topic (e.g. lerobot_bringup/config/so101_sim_env_state_contract.yaml)"
-            )
-        return int(feature.shape[0])
 
     def _on_task(self, msg: String) -> None:
         self.task = msg.data

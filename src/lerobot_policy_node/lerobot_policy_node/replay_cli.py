@@ -183,8 +183,9 @@ class _Replayer:
 
     def __init__(self, interface: str, joints: list[str], fps: float):
         import rclpy
-        from rclpy.qos import QoSProfile, ReliabilityPolicy
         from sensor_msgs.msg import JointState
+
+        from lerobot_core.ros import qos
 
         self.rclpy, self.interface, self.joints, self.fps = rclpy, interface, joints, fps
         self.node = rclpy.create_node("lerobot_ros_replay")
@@ -195,12 +196,10 @@ class _Replayer:
             JointState,
             "joint_states",
             self._on_joints,
-            QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT),
+            qos.JOINTS_IN,
         )
         msg_type = self._msg_types()[interface]
-        self.pub = self.node.create_publisher(
-            msg_type, COMMAND_TOPICS[interface], QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
-        )
+        self.pub = self.node.create_publisher(msg_type, COMMAND_TOPICS[interface], qos.RELIABLE)
 
     @staticmethod
     def _msg_types():
@@ -241,6 +240,8 @@ class _Replayer:
         from std_msgs.msg import Float64MultiArray
         from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+        from lerobot_core.time import seconds_to_stamp
+
         by_name = dict(zip(self.joints, (float(v) for v in positions), strict=True))
         values = [by_name[j] for j in order]
         stamp = self.node.get_clock().now().to_msg()
@@ -254,9 +255,7 @@ class _Replayer:
             msg = JointTrajectory(joint_names=list(order))
             msg.header.stamp = stamp
             msg.points = [
-                JointTrajectoryPoint(
-                    positions=values, time_from_start=Duration(sec=int(period), nanosec=int(period % 1 * 1e9))
-                )
+                JointTrajectoryPoint(positions=values, time_from_start=seconds_to_stamp(period, Duration))
             ]
         self.pub.publish(msg)
 

@@ -13,6 +13,7 @@ from lerobot_policy_node.arbiter import (
     Arbiter,
     ArbiterConfig,
     Source,
+    StallMeter,
 )
 from lerobot_policy_node.safety import SafetyLimits
 
@@ -154,7 +155,7 @@ def test_silent_source_in_control_holds_not_replays(mode, source):
 
 
 PERIOD = 0.02
-CAP = 2 * PERIOD  # what a control step counts toward silence at most (the node's STALL_PERIODS)
+CAP = 2 * PERIOD  # what a control step counts toward silence at most (STALL_PERIODS)
 
 
 def test_the_callers_stall_does_not_count_as_silence():
@@ -425,3 +426,13 @@ def test_stand_by_holds_the_measured_pose_and_restart_waits_for_a_fresh_source(m
     feed(arb, 0.06)
     arb.step(0.06)
     assert arb.mode == ControlMode.POLICY and arb.transitions[-1].event == "start"
+
+
+def test_stall_meter_counts_only_the_time_beyond_two_periods():
+    meter = StallMeter(rate_hz=10.0)  # 0.1 s periods: up to 0.2 s between steps is not a stall
+    assert meter.step(1.0) == 0.0  # the first step after a restart has nothing to compare with
+    assert meter.step(1.1) == 0.0
+    assert meter.step(1.3) == pytest.approx(0.0)
+    assert meter.step(2.0) == pytest.approx(0.5)  # 0.7 s after the previous step
+    meter.restart()
+    assert meter.step(9.0) == 0.0

@@ -26,6 +26,8 @@ LATCHED = QoSProfile(
 STATUS = QoSProfile(
     depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
 )
+# subscribers of joint states that only need the newest pose: best effort, so any publisher matches
+JOINTS_IN = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
 # /tf: reliable, volatile, a deep queue as tf2's broadcasters use (bursts of transforms per tick)
 TF = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
 
@@ -57,6 +59,7 @@ def subscription_without_events(node, msg_type, topic: str, callback, qos, **kwa
 
 __all__ = [
     "IMAGES",
+    "JOINTS_IN",
     "LATCHED",
     "LATEST",
     "RECORDED",

@@ -1,0 +1,313 @@
+"""The policy node's parameters and what they set up: the parameters declared with descriptions and
+ranges and read once into a frozen config (``read_parameters``, the one function here that takes the
+node); the checkpoint loaded and fitted to the robot (contract or parameters: joints, units, fps),
+ready for the controller (``set_up``, no ROS)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from lerobot_core.contract import UNITS, Contract
+from lerobot_core.robots import SO_JOINTS, get_robot_spec
+from lerobot_core.ros.params import declare
+from lerobot_runtime import load_policy
+
+from .action_path import scheduler_config
+from .action_queue import QUEUE_MODES, SchedulerConfig
+from .controller import joint_mapper
+from .deployment import LEROBOT_DEFAULT_UNITS, Deployment, check_checkpoint, dataset_units, from_contract
+from .observation import ENV_STATE_KEY, ObservationBuilder, ObservationSpec
+from .safety import SafetyLimits
+
+COMMAND_INTERFACES = ("joint_state", "forward_position", "joint_trajectory")
+
+
+@dataclass(frozen=True)
+class PolicyNodeConfig:
+    policy_path: str
+    device: str
+    task: str
+    task_topic: str
+    fps: float
+    interpolation_multiplier: int
+    queue_mode: str
+    rtc: bool
+    refill_threshold: float
+    n_action_steps: int
+    temporal_ensemble_coeff: float
+    command_interface: str
+    joint_names: list[str]
+    joint_units: str
+    robot: str
+    joint_lower_limits: list[float]
+    joint_upper_limits: list[float]
+    max_step_rad: float
+    max_observation_age_s: float
+    run_on_activate: bool
+    publish_chunks: bool
+    torch_threads: int
+    control_priority: int
+    autostart: bool
+    exit_on_failure: bool
+    contract: str = ""
+    dataset_root: str = ""
+    dataset_units: str = ""
+
+
+@dataclass(frozen=True)
+class PolicySetup:
+    """A loaded checkpoint with what the controller needs to run it on this robot."""
+
+    policy: Any
+    deployment: Deployment | None  # from the contract parameter
+    fps: float
+    scheduler: SchedulerConfig
+    joints: list[str]  # command order
+    action_names: list[str]
+    observation: ObservationBuilder
+    limits: SafetyLimits
+    action_to_joint: Callable
+
+
+def read_parameters(node) -> PolicyNodeConfig:
+    """Declare the node's parameters (descriptions, ranges) and read them once; a bad value is a
+    ValueError naming the parameter."""
+    p = partial(declare, node)
+    cfg = PolicyNodeConfig(
+        policy_path=p(
+            "policy_path",
+            "",
+            "checkpoint directory as LeRobot saves it (pretrained_model/), or a Hub id org/name "
+            "(from the Hugging Face cache; offline with HF_HUB_OFFLINE=1)",
+        ),
+        device=p("device", "cpu", "torch device for inference (cpu, cuda, ...)"),
+        task=p("task", "", "task string for language-conditioned policies", read_only=False),
+        task_topic=p("task_topic", "", "std_msgs/String topic that sets the task; empty = parameter only"),
+        fps=p("fps", 30.0, "policy action rate = the training dataset's fps [Hz]", range=(1.0, 1000.0)),
+        interpolation_multiplier=p(
+            "interpolation_multiplier",
+            1,
+            "commands per policy action (linear interpolation); control rate = fps x this",
+            range=(1, 20),
+        ),
+        queue_mode=p(
+            "queue_mode",
+            "replace",
+            f"chunk merging: {' | '.join(QUEUE_MODES)} (replace = RTC-style, skips the delay)",
+        ),
+        rtc=p(
+            "rtc",
+            True,
+            "real-time chunking (LeRobot's --rtc.enabled): infer the next chunk while the queue plays "
+            "out (from refill_threshold) and merge it with the remainder (queue_mode), so a policy slower "
+            "than the control period does not stall the robot; false = LeRobot's synchronous loop, the "
+            "robot holds at each chunk's end until the next chunk is inferred",
+        ),
+        refill_threshold=p(
+            "refill_threshold",
+            0.5,
+            "with rtc: infer the next chunk when queue <= this x n_action_steps",
+            range=(0.0, 1.0),
+        ),
+        n_action_steps=p("n_action_steps", 0, "actions used per chunk; 0 = the checkpoint's n_action_steps"),
+        temporal_ensemble_coeff=p(
+            "temporal_ensemble_coeff", 0.01, "ACT temporal ensembling coefficient (queue_mode ensemble)"
+        ),
+        command_interface=p(
+            "command_interface", "joint_state", f"command output: {' | '.join(COMMAND_INTERFACES)}"
+        ),
+        joint_names=p(
+            "joint_names",
+            list(SO_JOINTS),
+            "robot joints in the policy's state/action order (names as LeRobot spells them)",
+        ),
+        joint_units=p(
+            "joint_units", "rad", "units the policy was trained in: rad | deg (ROS side is always rad)"
+        ),
+        robot=p(
+            "robot",
+            "so101_follower",
+            "robot type for default joint limits (lerobot_core.robots); empty = none",
+        ),
+        joint_lower_limits=p(
+            "joint_lower_limits", [0.0], "lower joint limits [rad]; [0.0] = from the robot type"
+        ),
+        joint_upper_limits=p(
+            "joint_upper_limits", [0.0], "upper joint limits [rad]; [0.0] = from the robot type"
+        ),
+        max_step_rad=p(
+            "max_step_rad",
+            0.05,
+            "max change of any joint command per control step [rad]",
+            range=(1e-6, 10.0),
+        ),
+        max_observation_age_s=p(
+            "max_observation_age_s",
+            0.5,
+            "older observations -> hold the last command [s]",
+            range=(0.001, 60.0),
+        ),
+        run_on_activate=p(
+            "run_on_activate",
+            True,
+            "command the robot as soon as the node is active (else wait for policy/run)",
+        ),
+        publish_chunks=p("publish_chunks", True, "publish every inferred chunk on policy/action_chunk"),
+        torch_threads=p("torch_threads", 0, "torch intra-op threads for inference; 0 = torch default"),
+        control_priority=p(
+            "control_priority",
+            50,
+            "SCHED_FIFO priority of the control thread (1-99) where permitted (CAP_SYS_NICE or an "
+            "rtprio limit; else normal scheduling with a warning); 0 = normal scheduling",
+            range=(0, 99),
+        ),
+        autostart=p("autostart", False, "configure and activate right after start"),
+        exit_on_failure=p(
+            "exit_on_failure",
+            False,
+            "autostart: exit (code 1) when configure or activate fails, so a launcher whose graph needs "
+            "the policy stops with the reason; false = stay up for policy/load_policy",
+        ),
+        contract=p(
+            "contract",
+            "",
+            "the recorder's contract YAML: input topics, joint order, units and fps as recorded "
+            "(replaces joint_names, joint_units and fps); empty = those parameters",
+        ),
+        dataset_root=p(
+            "dataset_root",
+            "",
+            "training dataset (dir or meta/info.json) whose units the contract is checked against; "
+            "empty = dataset.root of the checkpoint's train_config.json",
+        ),
+        dataset_units=p(
+            "dataset_units",
+            "",
+            f"units of the training data when info.json does not say: {' | '.join(UNITS)}; empty = "
+            f"from info.json ({LEROBOT_DEFAULT_UNITS} for a dataset recorded by LeRobot)",
+        ),
+    )
+    if cfg.command_interface not in COMMAND_INTERFACES:
+        raise ValueError(
+            f"parameter command_interface={cfg.command_interface!r}: use one of {COMMAND_INTERFACES}"
+        )
+    if cfg.queue_mode not in QUEUE_MODES:
+        raise ValueError(f"parameter queue_mode={cfg.queue_mode!r}: use one of {QUEUE_MODES}")
+    if cfg.joint_units not in ("rad", "deg"):
+        raise ValueError(f"parameter joint_units={cfg.joint_units!r}: use rad or deg")
+    if cfg.dataset_units and cfg.dataset_units not in UNITS:
+        raise ValueError(f"parameter dataset_units={cfg.dataset_units!r}: use one of {UNITS} or ''")
+    return cfg
+
+
+def safety_limits(c: PolicyNodeConfig, joint_names: list[str], warn: Callable[[str], None]) -> SafetyLimits:
+    """joint_lower/upper_limits when they name every joint, else the robot type's; the per-step bound."""
+    n = len(joint_names)
+    lower = c.joint_lower_limits if len(c.joint_lower_limits) == n else None
+    upper = c.joint_upper_limits if len(c.joint_upper_limits) == n else None
+    if (lower is None or upper is None) and c.robot:
+        try:
+            spec = get_robot_spec(c.robot)
+            lower = lower or [spec.limits[j].lower if j in spec.limits else -np.inf for j in joint_names]
+            upper = upper or [spec.limits[j].upper if j in spec.limits else np.inf for j in joint_names]
+        except (KeyError, ValueError) as exc:
+            warn(f"no joint limits from robot {c.robot!r} ({exc}); commands are only rate-limited")
+    return SafetyLimits.build(n, lower, upper, c.max_step_rad)
+
+
+def set_up(cfg: PolicyNodeConfig, path: str, device: str, warn: Callable[[str], None]) -> PolicySetup:
+    """Load the checkpoint at ``path`` and fit it to the robot (the contract's or the parameters' joints,
+    units and fps); PolicyLoadError or ValueError say what does not fit."""
+    if cfg.torch_threads > 0:
+        import torch
+
+        torch.set_num_threads(cfg.torch_threads)
+    deployment: Deployment | None = None
+    if cfg.contract:
+        deployment = from_contract(Contract.load(cfg.contract))
+    policy = load_policy(path, device=device or "cpu")
+    pc = policy.config
+    fps = float(deployment.fps) if deployment else cfg.fps
+    if deployment is not None:
+        trained, where = dataset_units(pc.path, cfg.dataset_root)
+        if cfg.dataset_units:
+            trained = {k: cfg.dataset_units for k in ("observation.state", "action")}
+            where = "parameter dataset_units"
+        check_checkpoint(deployment, pc, trained, where)
+        if not trained:
+            warn(
+                f"units of {pc.path}'s training data unknown (no dataset info.json found): "
+                f"assuming the contract's {deployment.state.units!r}; set dataset_root to check"
+            )
+    sched = scheduler_config(
+        pc,
+        fps,
+        cfg.queue_mode,
+        n_action_steps=cfg.n_action_steps,
+        refill_threshold=cfg.refill_threshold,
+        rtc=cfg.rtc,
+        interpolation_multiplier=cfg.interpolation_multiplier,
+        ensemble_coeff=cfg.temporal_ensemble_coeff,
+    )
+    joints = list(deployment.action.joints) if deployment else list(cfg.joint_names)
+    state = pc.state_feature
+    state_names = [n[:-4] if n.endswith(".pos") else n for n in (pc.state_names or joints)]
+    if deployment is not None:
+        state_names = list(deployment.state.joints)
+    if state is not None and len(state_names) != state.shape[0]:
+        raise ValueError(
+            f"the policy's observation.state has {state.shape[0]} values but joint_names has "
+            f"{len(state_names)}: set joint_names to the policy's state order"
+        )
+    action_names = list(pc.action_names or joints)
+    if deployment is not None:
+        action_names = list(deployment.action.joints)
+    if len(action_names) != pc.action_dim:
+        raise ValueError(
+            f"the policy's action has {pc.action_dim} values but joint_names has {len(action_names)}"
+        )
+    obs = ObservationBuilder(
+        ObservationSpec(
+            state_names=tuple(state_names),
+            image_shapes=dict(pc.image_features),
+            fps=fps,
+            max_age_s=cfg.max_observation_age_s,
+            deg=cfg.joint_units == "deg",
+            state_affine=(deployment.state.scale, deployment.state.offset) if deployment else None,
+            env_state_dim=env_state_dim(pc, deployment),
+        )
+    )
+    return PolicySetup(
+        policy=policy,
+        deployment=deployment,
+        fps=fps,
+        scheduler=sched,
+        joints=joints,
+        action_names=action_names,
+        observation=obs,
+        limits=safety_limits(cfg, joints, warn),
+        action_to_joint=joint_mapper(
+            action_names,
+            joints,
+            deg=cfg.joint_units == "deg",
+            to_radians=deployment.action.to_radians if deployment else None,
+        ),
+    )
+
+
+def env_state_dim(pc, deployment) -> int:
+    """The checkpoint's observation.environment_state size; it needs a contract that names its topic."""
+    feature = pc.input_features.get(ENV_STATE_KEY)
+    if feature is None:
+        return 0
+    if deployment is None or deployment.env_state is None:
+        raise ValueError(
+            "the policy takes observation.environment_state: deploy it with contract:= naming that "
+            "feature's topic (e.g. lerobot_bringup/config/so101_sim_env_state_contract.yaml)"
+        )
+    return int(feature.shape[0])
