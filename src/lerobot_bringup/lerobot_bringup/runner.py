@@ -132,11 +132,10 @@ def check_policy_contracts(profile: Profile) -> None:
     """A policy node's checkpoint against its contract, before anything starts: a checkpoint that
     reads what the contract does not give (the cube's pose from an images contract, another camera,
     another joint count) is refused naming the profile arguments, as the node would refuse it later."""
-    from lerobot_runtime.errors import PolicyLoadError
-    from lerobot_runtime.policy import read_policy_config
-
     from lerobot_core.contract import Contract, ContractError
     from lerobot_policy_node.deployment import DeploymentError, check_checkpoint, dataset_units, from_contract
+    from lerobot_runtime.errors import PolicyLoadError
+    from lerobot_runtime.policy import read_policy_config
 
     for spec in profile.nodes:
         params = spec.parameters

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
 from lerobot_runtime.errors import ObservationError
 
 from .action_queue import ActionScheduler, SchedulerConfig

@@ -7,7 +7,6 @@ import shutil
 import numpy as np
 import pytest
 import yaml
-from lerobot_runtime.policy import read_policy_config
 
 from lerobot_core.calibration import MotorCalibration, save_calibration
 from lerobot_core.contract import Contract, ContractError
@@ -20,6 +19,7 @@ from lerobot_policy_node.deployment import (
     from_contract,
 )
 from lerobot_policy_node.observation import ObservationBuilder, ObservationSpec
+from lerobot_runtime.policy import read_policy_config
 
 from .conftest import ACT_SMALL
 

@@ -1,5 +1,6 @@
 import pytest
 import torch
+
 from lerobot_runtime.normalize import Normalizer
 
 

@@ -7,10 +7,10 @@ import sys
 import numpy as np
 import pytest
 import torch
-from lerobot_runtime.act import sinusoid_2d
-from lerobot_runtime.policy import NativeACTPolicy, lerobot_available
 
 from lerobot_runtime import ObservationError, PolicyLoadError, UnsupportedPolicyError, load_policy
+from lerobot_runtime.act import sinusoid_2d
+from lerobot_runtime.policy import NativeACTPolicy, lerobot_available
 
 from .conftest import ACT_SMALL, act_lerobot06
 

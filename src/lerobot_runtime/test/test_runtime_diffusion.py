@@ -10,10 +10,10 @@ import sys
 import numpy as np
 import pytest
 import torch
-from lerobot_runtime.diffusion_sampler import make_betas
-from lerobot_runtime.policy import NativeDiffusionPolicy
 
 from lerobot_runtime import ObservationError, PolicyLoadError, load_policy
+from lerobot_runtime.diffusion_sampler import make_betas
+from lerobot_runtime.policy import NativeDiffusionPolicy
 
 from .conftest import (
     DIFFUSION_06_DIR,

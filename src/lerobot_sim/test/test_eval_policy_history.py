@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from lerobot_runtime.policy import LeRobotBackendPolicy, lerobot_available
 
 from lerobot_core.ament import share_path
 from lerobot_runtime import UnsupportedPolicyError, read_policy_config
+from lerobot_runtime.policy import LeRobotBackendPolicy, lerobot_available
 from lerobot_sim.evaluation import CheckpointPolicy, EvaluationError, make_policy
 
 DIFFUSION_FIXTURE = share_path("lerobot_runtime") / "test" / "fixtures" / "diffusion_small"
