@@ -133,7 +133,7 @@ def check_policy_contracts(profile: Profile) -> None:
     reads what the contract does not give (the cube's pose from an images contract, another camera,
     another joint count) is refused naming the profile arguments, as the node would refuse it later."""
     from lerobot_core.contract import Contract, ContractError
-    from lerobot_policy_node.deployment import DeploymentError, check_checkpoint, dataset_units, from_contract
+    from lerobot_policy_node.deployment import DeploymentError, fit_checkpoint, from_contract
     from lerobot_runtime.errors import PolicyLoadError
     from lerobot_runtime.policy import read_policy_config
 
@@ -145,8 +145,10 @@ def check_policy_contracts(profile: Profile) -> None:
             continue
         try:
             _, pc = read_policy_config(str(params["policy_path"]))
-            trained, where = dataset_units(pc.path, str(params.get("dataset_root") or ""))
-            check_checkpoint(from_contract(Contract.load(str(params["contract"]))), pc, trained, where)
+            deployment = from_contract(Contract.load(str(params["contract"])))
+            fit_checkpoint(
+                deployment, pc, str(params.get("dataset_root") or ""), str(params.get("dataset_units") or "")
+            )
         except (DeploymentError, PolicyLoadError, ContractError) as exc:
             names = [a for a in ("policy_path", "contract") if a in spec.uses]
             given = " ".join(f"{a}:={profile.values[a]}" for a in names)

@@ -172,6 +172,19 @@ def dataset_units(checkpoint_dir: str | Path, dataset_root: str | Path = "") -> 
     return out, str(info_path)
 
 
+def fit_checkpoint(
+    deployment: Deployment, policy_config, dataset_root: str | Path = "", units_override: str = ""
+) -> dict:
+    """Check a checkpoint against the contract as the policy node does; returns the units of its training
+    data ({} when no info.json says). ``units_override``: the node's dataset_units parameter."""
+    trained, where = dataset_units(policy_config.path, dataset_root)
+    if units_override:
+        trained = {k: units_override for k in (STATE, ACTION)}
+        where = "parameter dataset_units"
+    check_checkpoint(deployment, policy_config, trained, where)
+    return trained
+
+
 def check_checkpoint(
     deployment: Deployment,
     policy_config,

@@ -20,7 +20,7 @@ from lerobot_runtime import load_policy
 from .action_path import scheduler_config
 from .action_queue import QUEUE_MODES, SchedulerConfig
 from .controller import joint_mapper
-from .deployment import LEROBOT_DEFAULT_UNITS, Deployment, check_checkpoint, dataset_units, from_contract
+from .deployment import LEROBOT_DEFAULT_UNITS, Deployment, fit_checkpoint, from_contract
 from .observation import ENV_STATE_KEY, ObservationBuilder, ObservationSpec
 from .safety import SafetyLimits
 
@@ -234,11 +234,7 @@ def set_up(cfg: PolicyNodeConfig, path: str, device: str, warn: Callable[[str], 
     pc = policy.config
     fps = float(deployment.fps) if deployment else cfg.fps
     if deployment is not None:
-        trained, where = dataset_units(pc.path, cfg.dataset_root)
-        if cfg.dataset_units:
-            trained = {k: cfg.dataset_units for k in ("observation.state", "action")}
-            where = "parameter dataset_units"
-        check_checkpoint(deployment, pc, trained, where)
+        trained = fit_checkpoint(deployment, pc, cfg.dataset_root, cfg.dataset_units)
         if not trained:
             warn(
                 f"units of {pc.path}'s training data unknown (no dataset info.json found): "
