@@ -197,9 +197,13 @@ BSTAMP="$INSTALL_BASE/.lerobot_ros_build"
 packaging_hash() {
   (cd "$1" && { ls bin 2>/dev/null || true; cat setup.py setup.cfg package.xml 2>/dev/null || true; } | sha256sum | cut -c1-16)
 }
+declare -A PACKAGING  # package name -> packaging_hash, for every package of src/
 MISSING=0  # a package of src/ not installed (its install folder removed by hand, say)
-for pkg in "$ROOT"/src/*/package.xml; do
-  [ -d "$INSTALL_BASE/$(basename "$(dirname "$pkg")")" ] || MISSING=1
+for pkg in "$ROOT"/src/*/; do
+  [ -f "$pkg/package.xml" ] || continue
+  name=$(basename "$pkg")
+  PACKAGING[$name]=$(packaging_hash "$pkg")
+  [ -d "$INSTALL_BASE/$name" ] || MISSING=1
 done
 if [ "$FORCE" = 1 ] || [ "$MISSING" = 1 ] || [ ! -f "$INSTALL_BASE/setup.bash" ] || [ "$(cat "$BSTAMP" 2>/dev/null)" != "$BUILD_HASH" ]; then
   T=$(now)
@@ -208,10 +212,9 @@ if [ "$FORCE" = 1 ] || [ "$MISSING" = 1 ] || [ ! -f "$INSTALL_BASE/setup.bash" ]
   # A package whose packaging changed (setup.py, setup.cfg, package.xml, its bin/ commands) is built
   # anew: colcon leaves what it installed before (a command or module moved to another package stays
   # behind as a stale console script or a dangling link, which setuptools then fails on)
-  for pkg in "$ROOT"/src/*/; do
-    name=$(basename "$pkg")
-    h=$(packaging_hash "$pkg")
-    if [ -f "$INSTALL_BASE/$name/.lerobot_ros_packaging" ] && [ "$(cat "$INSTALL_BASE/$name/.lerobot_ros_packaging")" != "$h" ]; then
+  for name in "${!PACKAGING[@]}"; do
+    was="$INSTALL_BASE/$name/.lerobot_ros_packaging"
+    if [ -f "$was" ] && [ "$(cat "$was")" != "${PACKAGING[$name]}" ]; then
       rm -rf "${BUILD_BASE:?}/$name" "${INSTALL_BASE:?}/$name"
     fi
   done
@@ -222,10 +225,8 @@ if [ "$FORCE" = 1 ] || [ "$MISSING" = 1 ] || [ ! -f "$INSTALL_BASE/setup.bash" ]
     die "colcon build failed (full log: $BLOG; per package: $LOG_BASE/latest_build/<package>/). Fix the error and re-run ./setup.sh."
   fi
   echo "$BUILD_HASH" >"$BSTAMP"
-  for pkg in "$ROOT"/src/*/; do
-    name=$(basename "$pkg")
-    [ -d "$INSTALL_BASE/$name" ] || continue
-    packaging_hash "$pkg" >"$INSTALL_BASE/$name/.lerobot_ros_packaging"
+  for name in "${!PACKAGING[@]}"; do
+    if [ -d "$INSTALL_BASE/$name" ]; then echo "${PACKAGING[$name]}" >"$INSTALL_BASE/$name/.lerobot_ros_packaging"; fi
   done
   echo "setup.sh: colcon build of $(cd "$ROOT" && colcon list 2>/dev/null | wc -l) packages in $(elapsed "$T") s"
 else
