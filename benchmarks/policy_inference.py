@@ -136,10 +136,10 @@ def bench_jitter(
 ) -> dict:
     import torch
 
+    from lerobot_core.safety import SafetyFilter, SafetyLimits
     from lerobot_policy_node.action_queue import SchedulerConfig
     from lerobot_policy_node.controller import PolicyController
     from lerobot_policy_node.observation import ObservationBuilder, ObservationSpec
-    from lerobot_policy_node.safety import SafetyFilter, SafetyLimits
     from lerobot_runtime import load_policy
 
     torch.set_num_threads(threads)
@@ -243,9 +243,9 @@ def bench_pipeline(ckpt: Path, iters: int) -> dict:
     from std_msgs.msg import Float64MultiArray
 
     from lerobot_core.image_conversion import fill_image_msg, image_msg_to_rgb
+    from lerobot_core.safety import SafetyFilter, SafetyLimits
     from lerobot_policy_node.action_queue import ActionScheduler, SchedulerConfig
     from lerobot_policy_node.observation import ObservationBuilder, ObservationSpec
-    from lerobot_policy_node.safety import SafetyFilter, SafetyLimits
     from lerobot_runtime import load_policy
 
     policy = load_policy(ckpt)

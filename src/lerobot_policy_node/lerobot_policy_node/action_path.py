@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from lerobot_core.safety import SafetyFilter, SafetyResult
 from lerobot_runtime.errors import ObservationError
 
 from .action_queue import ActionScheduler, SchedulerConfig
-from .safety import SafetyFilter, SafetyResult
 
 
 @dataclass(frozen=True)

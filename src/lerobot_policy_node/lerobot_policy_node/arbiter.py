@@ -28,8 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lerobot_core.control_mode import ControlMode
-
-from .safety import SafetyFilter, SafetyLimits
+from lerobot_core.safety import SafetyFilter, SafetyLimits
 
 
 class Source(enum.Enum):

@@ -12,8 +12,7 @@ import numpy as np
 from lerobot_core.control_mode import ControlMode
 from lerobot_core.robots import SO_JOINTS, get_robot_spec
 from lerobot_core.ros.params import declare
-
-from .safety import SafetyLimits
+from lerobot_core.safety import SafetyLimits
 
 SO101_JOINTS = list(SO_JOINTS)  # a parameter default must be a list
 INITIAL_MODES = {"policy": ControlMode.POLICY, "human": ControlMode.HUMAN, "hold": ControlMode.HOLD}

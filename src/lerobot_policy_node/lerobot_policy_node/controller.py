@@ -28,11 +28,11 @@ import numpy as np
 
 from lerobot_core import units
 from lerobot_core.realtime import set_fifo
+from lerobot_core.safety import SafetyFilter
 
 from .action_path import ActionPath, ChunkInfo, Frame
 from .action_queue import SchedulerConfig
 from .observation import ObservationBuilder, StaleObservationError
-from .safety import SafetyFilter
 
 RUNNING, HOLDING = "running", "holding"
 

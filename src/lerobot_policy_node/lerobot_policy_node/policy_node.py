@@ -33,6 +33,7 @@ from lerobot_core.image_conversion import image_msg_to_rgb
 from lerobot_core.ros import qos
 from lerobot_core.ros.device import message_class
 from lerobot_core.ros.node import autostart_timer, publish_unless_shut_down, run_node
+from lerobot_core.safety import SafetyFilter
 from lerobot_core.time import NS_PER_S, ns_to_stamp, stamp_to_ns
 from lerobot_msgs.action import RunPolicy
 from lerobot_msgs.msg import ActionChunk, PolicyStatus
@@ -44,7 +45,6 @@ from .deployment import Deployment
 from .observation import ENV_STATE_KEY
 from .policy_setup import read_parameters, set_up
 from .progress import ProgressReport
-from .safety import SafetyFilter
 
 QOS_COMMAND = qos.LATEST  # latest command only
 QOS_STATUS = qos.LATCHED

@@ -15,6 +15,7 @@ import numpy as np
 from lerobot_core.contract import UNITS, Contract
 from lerobot_core.robots import SO_JOINTS, get_robot_spec
 from lerobot_core.ros.params import declare
+from lerobot_core.safety import SafetyLimits
 from lerobot_runtime import load_policy
 
 from .action_path import scheduler_config
@@ -22,7 +23,6 @@ from .action_queue import QUEUE_MODES, SchedulerConfig
 from .controller import joint_mapper
 from .deployment import LEROBOT_DEFAULT_UNITS, Deployment, fit_checkpoint, from_contract
 from .observation import ENV_STATE_KEY, ObservationBuilder, ObservationSpec
-from .safety import SafetyLimits
 
 COMMAND_INTERFACES = ("joint_state", "forward_position", "joint_trajectory")
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .safety import SafetyFilter, SafetyLimits
+from lerobot_core.safety import SafetyFilter, SafetyLimits
 
 
 def ramp(start: np.ndarray, target: np.ndarray, max_step: np.ndarray | float) -> np.ndarray:

@@ -20,11 +20,11 @@ import numpy as np
 from lerobot_core import cli
 from lerobot_core.hub import HubError, resolve_dataset
 from lerobot_core.joint_map import index_plan
+from lerobot_core.safety import SafetyLimits
 from lerobot_dataset import DatasetError
 from lerobot_dataset.episode_actions import UNITS, load_episode_actions, to_radians
 
 from .replay import plan_replay
-from .safety import SafetyLimits
 
 COMMAND_TOPICS = {
     "joint_state": "joint_commands",

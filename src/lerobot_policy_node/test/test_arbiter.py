@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from lerobot_core.control_mode import ControlMode
+from lerobot_core.safety import SafetyLimits
 from lerobot_policy_node.arbiter import (
     COMMANDS,
     Arbiter,
@@ -15,7 +16,6 @@ from lerobot_policy_node.arbiter import (
     Source,
     StallMeter,
 )
-from lerobot_policy_node.safety import SafetyLimits
 
 N = 3
 STEP = 0.05  # rad per control step

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import torch
 
+from lerobot_core.safety import SafetyFilter, SafetyLimits
 from lerobot_policy_node.action_path import ObservationHistory
 from lerobot_policy_node.action_queue import SchedulerConfig
 from lerobot_policy_node.controller import PolicyController
 from lerobot_policy_node.observation import ObservationBuilder, ObservationSpec
-from lerobot_policy_node.safety import SafetyFilter, SafetyLimits
 from lerobot_runtime import load_policy
 
 from .conftest import DIFFUSION_SMALL

@@ -101,10 +101,10 @@ def test_the_policy_controller_holds_and_never_publishes_a_non_finite_command(tm
     whose every action is inf/NaN: inference fails with the reason, the robot is held."""
     import time
 
+    from lerobot_core.safety import SafetyFilter, SafetyLimits
     from lerobot_policy_node.action_queue import SchedulerConfig
     from lerobot_policy_node.controller import HOLDING, PolicyController
     from lerobot_policy_node.observation import ObservationBuilder, ObservationSpec
-    from lerobot_policy_node.safety import SafetyFilter, SafetyLimits
 
     joints = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
     front = "observation.images.front"

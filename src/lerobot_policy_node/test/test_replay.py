@@ -4,8 +4,8 @@ through the safety filter."""
 import numpy as np
 import pytest
 
+from lerobot_core.safety import SafetyLimits
 from lerobot_policy_node.replay import plan_replay, ramp
-from lerobot_policy_node.safety import SafetyLimits
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from lerobot_core.safety import SafetyFilter, SafetyLimits
 from lerobot_policy_node.observation import (
     ObservationBuilder,
     ObservationSpec,
@@ -8,7 +9,6 @@ from lerobot_policy_node.observation import (
     camera_name,
     rgb_to_chw_float,
 )
-from lerobot_policy_node.safety import SafetyFilter, SafetyLimits
 
 MS = 1_000_000
 

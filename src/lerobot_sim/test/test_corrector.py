@@ -6,8 +6,8 @@ import pytest
 
 import lerobot_sim  # noqa: F401
 from lerobot_core.control_mode import ControlMode
+from lerobot_core.safety import SafetyLimits
 from lerobot_policy_node.arbiter import Arbiter, ArbiterConfig, Source
-from lerobot_policy_node.safety import SafetyLimits
 from lerobot_sim.corrector import Corrector, CorrectorConfig
 from lerobot_sim.expert import ScriptedExpert
 from lerobot_sim.registration import SO101_CUBE_ID
