@@ -136,15 +136,25 @@ if [ "$FORCE" = 1 ] || [ ! -x "$VENV/bin/python" ] || [ "$(cat "$STAMP" 2>/dev/n
   rm -f "$STAMP"
   PIPLOG="$VENV/pip-install.log"
   pip_install() {
-    if ! "$VENV/bin/python" -m pip install --disable-pip-version-check "$@" >>"$PIPLOG" 2>&1; then
+    lr_pip_tmp
+    trap lr_pip_tmp_done EXIT
+    if ! TMPDIR="$PIP_TMP" "$VENV/bin/python" -m pip install --disable-pip-version-check "$@" >>"$PIPLOG" 2>&1; then
+      lr_pip_tmp_done
       echo "----- last lines of $PIPLOG -----" >&2; tail -25 "$PIPLOG" >&2
       if grep -qiE 'Could not fetch URL|Failed to establish a new connection|Temporary failure in name resolution|No matching distribution found|ProxyError|Network is unreachable' "$PIPLOG"; then
         die "pip could not get packages from the package index. Check the network / proxy (PIP_INDEX_URL, HTTPS_PROXY) and re-run ./setup.sh; nothing else was changed."
       fi
+      grep -q 'No space left on device' "$PIPLOG" && df -h "$VENV" "${TMPDIR:-/tmp}" >&2
       die "pip install failed (full log: $PIPLOG). Fix the cause and re-run ./setup.sh."
     fi
+    lr_pip_tmp_done
   }
   : >"$PIPLOG"
+  # torch's CUDA build (Python 3.12: 4.7 GB) as hard links from a venv on this disk that holds the pinned version
+  # (LeRobot 0.6.1's side venv holds Jazzy's), so that pip neither downloads nor unpacks it again
+  # shellcheck disable=SC2046
+  { "$VENV/bin/python" "$ROOT/scripts/venv_link.py" "${REQ_ARGS[@]}" $(lr_venv_donors "$ROOT") 2>&1 \
+      || echo "setup.sh: scripts/venv_link.py failed (above); pip installs torch itself"; } | tee -a "$PIPLOG"
   echo "setup.sh: installing the pinned packages of ${REQ_ARGS[*]//-r /} (log: $PIPLOG) ..."
   pip_install "${REQ_ARGS[@]}"
   # gym-pusht pulls opencv-python, whose cv2/ overwrites the headless build: put headless back.

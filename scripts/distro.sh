@@ -68,3 +68,20 @@ lr_setup_and_enter() {
   # shellcheck disable=SC1091
   set +u; source "$ROOT/env.sh" --distro "$1"; set -u
 }
+
+# lr_pip_tmp: a private TMPDIR for one pip run (PIP_TMP), removed again by lr_pip_tmp_done. pip unpacks every
+# wheel it downloads under TMPDIR (3.5 GB for torch's CUDA build) and leaves them there when it is
+# interrupted or the disk fills up.
+lr_pip_tmp() { PIP_TMP=$(mktemp -d "${TMPDIR:-/tmp}/lerobot-ros-pip.XXXXXX"); }
+lr_pip_tmp_done() { [ -z "${PIP_TMP:-}" ] || rm -rf "$PIP_TMP"; PIP_TMP=""; }
+
+# lr_venv_donors ROOT: the venvs on this disk that scripts/venv_link.py may hard-link torch from (this
+# checkout's venvs and the LeRobot side venvs); it uses those on the same Python with the pinned version.
+lr_venv_donors() {
+  local cache=${XDG_CACHE_HOME:-$HOME/.cache}/lerobot_ros v
+  for v in "$1"/.venv "$1"/.venv-* "${LEROBOT_ROS_VENV:-}" "${LEROBOT_REF_VENV:-}" "${LEROBOT_REF_VENV_06:-}" \
+           "$cache"/lerobot-*; do
+    [ -n "$v" ] && [ -x "$v/bin/python" ] && echo "$v"
+  done
+  return 0
+}

@@ -12,6 +12,8 @@
 # index is unreachable) and VENV_DIR is left without .ready, so the LeRobot-compat tests fail with it.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=distro.sh
+. "$ROOT/scripts/distro.sh"
 fail() { echo "make-lerobot-ref-venv: $*" >&2; exit 1; }
 VERSION=0.4.4
 if [ "${1:-}" = "--version" ]; then
@@ -42,7 +44,15 @@ find_python() {  # $1 = minor version, e.g. 3.12
 mkdir -p "$(dirname "$VENV")"
 exec 9>"$VENV.lock"
 flock 9  # two test runs at once: the second waits, then finds .ready
-pipi() { "$VENV/bin/pip" install -q --disable-pip-version-check "$@" || fail "pip install $* failed (is the package index reachable?)"; }
+pipi() {  # pip install, with its unpacked downloads in a folder of its own that goes afterwards
+    lr_pip_tmp
+    trap lr_pip_tmp_done EXIT
+    if ! TMPDIR="$PIP_TMP" "$VENV/bin/pip" install -q --disable-pip-version-check "$@"; then
+        lr_pip_tmp_done
+        fail "pip install $* failed (is the package index reachable? is the disk full? df -h: $(df -h "$VENV" | tail -n 1))"
+    fi
+    lr_pip_tmp_done
+}
 # this checkout's lerobot_core and LeRobot plugins (lerobot_plugins/, docs/lerobot_plugins.md), editable,
 # without dependencies (the plugins import lerobot_core)
 install_ours() {
@@ -59,12 +69,16 @@ ours_installed() {  # all of ours installed editable from this checkout (a venv 
 
 if [ "$VERSION" = 0.4.4 ]; then
     PY_MINOR=3.11
+    TORCH=(torch==2.14.1 torchvision==0.29.1)  # PyPI's torchvision needs its own CUDA torch (not 2.13.0+cpu)
     ROS_WHEELS="$ROOT/requirements-ros-wheels.txt"
     # LeRobot's `async` extra (policy server and robot client), pinned as lerobot 0.4.4's metadata pins it
     ASYNC_EXTRA=(grpcio==1.73.1 'protobuf>=6.31.1,<6.32.0' 'matplotlib>=3.10.3,<4.0.0')
     RERUN='rerun-sdk>=0.24,<0.27'
 else
     PY_MINOR=3.12
+    # the newest that 0.6.1 accepts (2.7-2.11), pinned: the Jazzy venv pins the same, and scripts/venv_link.py
+    # hard-links the 4.7 GB of it from one venv into the other
+    TORCH=(torch==2.11.0)
     ROS_WHEELS="$ROOT/requirements-ros-wheels-jazzy.txt"
     # 0.6.1's `async` extra = its grpcio-dep and matplotlib-dep extras, as its metadata pins them
     ASYNC_EXTRA=('grpcio>=1.73.1,<2' 'protobuf>=6.31.1,<8' 'matplotlib>=3.10.3,<4' 'contourpy>=1.3,<2')
@@ -97,17 +111,21 @@ put it on PATH, install it with pyenv, or set LEROBOT_REF_BASE_PYTHON)"
 rm -rf "$VENV"  # a half-built venv from an interrupted run
 "$PY" -m venv "$VENV" || fail "cannot create a venv at $VENV with $PY"
 pipi --upgrade pip
+# the pinned torch from a venv on this disk that holds it, as hard links (else pip downloads it)
+# shellcheck disable=SC2046
+"$VENV/bin/python" "$ROOT/scripts/venv_link.py" --pin "${TORCH[0]}" $(lr_venv_donors "$ROOT") \
+    || echo "make-lerobot-ref-venv: scripts/venv_link.py failed (above); pip installs torch itself"
 if [ "$VERSION" = 0.4.4 ]; then
-    pipi torch==2.14.1 torchvision==0.29.1
+    pipi "${TORCH[@]}"
     pipi --no-deps lerobot==0.4.4
     pipi 'datasets<5' 'huggingface-hub<0.36' draccus==0.10.0 'av<16' jsonlines einops \
         deepdiff termcolor safetensors 'opencv-python-headless<4.13' gymnasium pandas pyarrow accelerate \
         imageio 'diffusers<0.36' pyserial "$RERUN" \
         "${ASYNC_EXTRA[@]}"  # rerun: lerobot-record imports it; ASYNC_EXTRA: lerobot.async_inference
 else
-    # torch (2.7-2.11) and the rest as 0.6.1's metadata asks, from the index; pyserial and deepdiff: its
+    # the rest as 0.6.1's metadata asks, from the index; pyserial and deepdiff: its
     # hardware extra without pynput (lerobot-record / -teleoperate import them)
-    pipi 'lerobot[dataset,diffusion,async]==0.6.1' "$RERUN" 'pyserial>=3.5,<4' 'deepdiff>=7.0.1,<9' \
+    pipi 'lerobot[dataset,diffusion,async]==0.6.1' "${TORCH[@]}" "$RERUN" 'pyserial>=3.5,<4' 'deepdiff>=7.0.1,<9' \
         "$ACCELERATE" "${ASYNC_EXTRA[@]}"
 fi
 # rclpy & co.: the project's pytest plugin (loaded by any pytest run in this venv) imports rclpy.

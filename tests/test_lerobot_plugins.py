@@ -1099,8 +1099,12 @@ def test_lerobot_record_equals_the_recorder_node_frame_for_frame(side, tmp_path,
                 f"--robot.contract={SIM_PRESET}",  # no limits: what is sent is the teleop's action
                 "--robot.lockstep=true",
                 "--robot.connect_timeout_s=120",
+                # a loaded machine (the suite beside other work) can take seconds per tick: the sim, the
+                # expert, the recorder node and lerobot-record on two cores
+                "--robot.lockstep_timeout_s=60",
                 *TELEOP_ARGS,
                 "--teleop.lockstep=true",
+                "--teleop.lockstep_timeout_s=60",
                 "--dataset.repo_id=local/ros_plugin_lockstep",
                 f"--dataset.root={theirs}",
                 "--dataset.single_task=Pick up the cube and lift it",

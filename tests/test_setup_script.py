@@ -18,6 +18,7 @@ FILES = [
     "requirements-system-ros.txt",
     "colcon_defaults.yaml",
     "scripts/distro.sh",
+    "scripts/venv_link.py",
 ]
 
 

@@ -118,9 +118,15 @@ def test_drives_emulated_arm_and_holds_on_stale_camera(ros_node):
         ]
         assert all(c.inference_latency_s > 0 for c in got)
         assert wait_until(lambda: any(s.state == PolicyStatus.STATE_RUNNING for s in status.messages), 10)
-        cmds.wait(30, timeout=20)
-        # the camera stops once the policy drove (not at a fixed time, which a slow start on a
-        # loaded machine could pass before the first chunk): the node must notice and hold
+
+        # the camera stops once the policy has moved the arm: not at a fixed time, which a slow start on a
+        # loaded machine could pass before the first chunk, nor after a fixed number of commands, which a
+        # loaded machine can send before the arm has gone far. Then the node must notice and hold.
+        def arm_travel() -> float:
+            js = positions(list(states.messages), JointState)
+            return float(np.abs(js[-1] - js[0]).max()) if len(js) > 1 else 0.0
+
+        assert wait_until(lambda: arm_travel() > 0.05, 60), f"the arm moved {arm_travel():.3f} rad in 60 s"
         robot.stop_camera()
         assert wait_until(
             lambda: any(
