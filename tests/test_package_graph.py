@@ -184,3 +184,66 @@ def test_the_checks_catch_ros_in_the_dataset_library(tmp_path, monkeypatch):
         "lerobot_dataset/lerobot_dataset/w.py:1: lerobot_core.ros.qos",
         "lerobot_dataset/lerobot_dataset/w.py:4: rclpy.node",
     ]
+
+
+def _module_of(path: Path, pkg: str) -> str:
+    rel = path.relative_to(SRC / pkg).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+def module_circles(pkg: str) -> list[list[str]]:
+    """Import circles between one package's own modules (imports inside functions count: a lazy import
+    hides a circle from Python, not from a reader)."""
+    files = {_module_of(p, pkg): p for p in (SRC / pkg / pkg).rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for mod, path in files.items():
+        is_pkg = path.name == "__init__.py"
+        edges = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = mod.split(".")[: len(mod.split(".")) - node.level + (1 if is_pkg else 0)]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                names = [f"{target}.{a.name}" for a in node.names] + [target]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            edges |= {n for n in names if n in files and n != mod and n != pkg}
+        graph[mod] = edges
+    circles, state = [], {}
+
+    def visit(mod: str, stack: list[str]) -> None:
+        state[mod] = "open"
+        for dep in sorted(graph[mod]):
+            if state.get(dep) == "open":
+                circles.append(stack[stack.index(dep) :] + [dep])
+            elif dep not in state:
+                visit(dep, [*stack, dep])
+        state[mod] = "done"
+
+    for mod in sorted(graph):
+        if mod not in state:
+            visit(mod, [mod])
+    return circles
+
+
+@pytest.mark.parametrize("pkg", sorted(ROS_FREE | {"lerobot_core"}))
+def test_no_import_circle_between_a_librarys_modules(pkg):
+    assert module_circles(pkg) == []
+
+
+def test_the_circle_check_sees_a_lazy_import(tmp_path, monkeypatch):
+    pkg = tmp_path / "lerobot_fake" / "lerobot_fake"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from .b import B\n")
+    (pkg / "b.py").write_text("def f():\n    from lerobot_fake.c import C\n")
+    (pkg / "c.py").write_text("from . import a\n")
+    monkeypatch.setitem(globals(), "SRC", tmp_path)
+    assert module_circles("lerobot_fake") == [
+        ["lerobot_fake.a", "lerobot_fake.b", "lerobot_fake.c", "lerobot_fake.a"]
+    ]

@@ -207,28 +207,3 @@ def depth_preview(frames: np.ndarray, quantizer: DepthQuantizer) -> np.ndarray:
         grey = (quantizer.quantize(frame).astype(np.uint32) * 255 // QMAX).astype(np.uint8)
         out[i] = cv2.cvtColor(cv2.applyColorMap(grey, cv2.COLORMAP_TURBO), cv2.COLOR_BGR2RGB)
     return out
-
-
-class DepthStatsAccumulator:
-    """Running histogram of a depth camera's codes; stats of the decoded depth in the recorded unit."""
-
-    def __init__(self, quantizer: DepthQuantizer, height: int, width: int):
-        from .stats import stats_stride
-
-        self.quantizer = quantizer
-        self.stride = stats_stride(height, width)
-        self.hist = np.zeros((1, QMAX + 1), dtype=np.int64)
-        self.frames = 0
-
-    def update(self, codes: np.ndarray) -> None:
-        s = self.stride
-        self.hist[0] += np.bincount(codes[::s, ::s].ravel(), minlength=QMAX + 1)[: QMAX + 1]
-        self.frames += 1
-
-    def result(self) -> dict[str, np.ndarray] | None:
-        from .stats import histogram_stats
-
-        if self.frames == 0:
-            return None
-        values = self.quantizer.dequantize(np.arange(QMAX + 1))
-        return histogram_stats(self.hist, self.frames, values=values, scale=1.0)

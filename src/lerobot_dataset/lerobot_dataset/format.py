@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 import pyarrow as pa
 
+from .depth import DepthQuantizer
 from .errors import DatasetError
 
 CODEBASE_VERSION = "v3.0"
@@ -135,8 +136,6 @@ def normalize_features(features: Mapping[str, Mapping]) -> dict[str, dict]:
             # LeRobot 0.6 marks every camera with a top-level is_depth_map before its first video exists
             entry["info"] = {"is_depth_map": False, **(spec.get("info") or {})}
             if depth:
-                from .depth import DepthQuantizer  # a depth map records its unit and quantiser
-
                 try:
                     entry["info"].update(DepthQuantizer.from_info(spec["info"]).info())
                 except DatasetError as exc:

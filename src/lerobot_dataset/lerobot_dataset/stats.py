@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 import cv2
 import numpy as np
 
+from .depth import QMAX, DepthQuantizer
 from .format import QUANTILE_KEYS, QUANTILES
 
 
@@ -154,3 +155,24 @@ def stats_from_json(data: Mapping) -> dict[str, dict[str, np.ndarray]]:
 def flatten_episode_stats(stats: Mapping[str, Mapping[str, np.ndarray]]) -> dict[str, list]:
     """`stats/<feature>/<stat>` columns of the episodes parquet."""
     return {f"stats/{k}/{s}": np.asarray(v).tolist() for k, ft in stats.items() for s, v in ft.items()}
+
+
+class DepthStatsAccumulator:
+    """Running histogram of a depth camera's codes; stats of the decoded depth in the recorded unit."""
+
+    def __init__(self, quantizer: DepthQuantizer, height: int, width: int):
+        self.quantizer = quantizer
+        self.stride = stats_stride(height, width)
+        self.hist = np.zeros((1, QMAX + 1), dtype=np.int64)
+        self.frames = 0
+
+    def update(self, codes: np.ndarray) -> None:
+        s = self.stride
+        self.hist[0] += np.bincount(codes[::s, ::s].ravel(), minlength=QMAX + 1)[: QMAX + 1]
+        self.frames += 1
+
+    def result(self) -> dict[str, np.ndarray] | None:
+        if self.frames == 0:
+            return None
+        values = self.quantizer.dequantize(np.arange(QMAX + 1))
+        return histogram_stats(self.hist, self.frames, values=values, scale=1.0)

@@ -14,11 +14,11 @@ import av
 import cv2
 import numpy as np
 
-from .depth import DEPTH_PIX_FMT, DepthQuantizer, DepthStatsAccumulator
+from .depth import DEPTH_PIX_FMT, DepthQuantizer
 from .encoders import ENCODER_NICE, forbid_realtime_priority, thread_options
 from .errors import DatasetError
 from .mp4 import sane_dts
-from .stats import ImageStatsAccumulator
+from .stats import DepthStatsAccumulator, ImageStatsAccumulator
 from .storage import is_disk_full
 
 _LOG = logging.getLogger(__name__)
