@@ -114,3 +114,6 @@ def test_hil_nodes_config_defaults_and_profile_parameters():
             if node.executable in declared:
                 unknown = set(node.parameters) - set(declared[node.executable])
                 assert not unknown, f"{name}: {node.name} sets undeclared parameter(s) {sorted(unknown)}"
+        # one per-step filter on the path policy -> arbiter -> robot: the arbiter's (docs/policy.md)
+        steps = {node.executable: node.parameters.get("max_step_rad") for node in profile.nodes}
+        assert float(steps["policy"]) == 0.0 and float(steps["control_arbiter"]) > 0.0, (name, steps)

@@ -143,8 +143,9 @@ def read_parameters(node) -> PolicyNodeConfig:
         max_step_rad=p(
             "max_step_rad",
             0.05,
-            "max change of any joint command per control step [rad]",
-            range=(1e-6, 10.0),
+            "max change of any joint command per control step [rad]; 0 = none here, another node bounds "
+            "the steps (HIL: the control arbiter)",
+            range=(0.0, 10.0),
         ),
         max_observation_age_s=p(
             "max_observation_age_s",
@@ -206,7 +207,8 @@ def read_parameters(node) -> PolicyNodeConfig:
 
 
 def safety_limits(c: PolicyNodeConfig, joint_names: list[str], warn: Callable[[str], None]) -> SafetyLimits:
-    """joint_lower/upper_limits when they name every joint, else the robot type's; the per-step bound."""
+    """joint_lower/upper_limits when they name every joint, else the robot type's; the per-step bound (none
+    for max_step_rad 0)."""
     n = len(joint_names)
     lower = c.joint_lower_limits if len(c.joint_lower_limits) == n else None
     upper = c.joint_upper_limits if len(c.joint_upper_limits) == n else None
@@ -217,7 +219,9 @@ def safety_limits(c: PolicyNodeConfig, joint_names: list[str], warn: Callable[[s
             upper = upper or [spec.limits[j].upper if j in spec.limits else np.inf for j in joint_names]
         except (KeyError, ValueError) as exc:
             warn(f"no joint limits from robot {c.robot!r} ({exc}); commands are only rate-limited")
-    return SafetyLimits.build(n, lower, upper, c.max_step_rad)
+    # 0: no per-step bound here (HIL: the control arbiter bounds every source's steps, once); the joint
+    # limits and the refusal of non-finite actions stay
+    return SafetyLimits.build(n, lower, upper, c.max_step_rad or float("inf"))
 
 
 def set_up(cfg: PolicyNodeConfig, path: str, device: str, warn: Callable[[str], None]) -> PolicySetup:

@@ -104,7 +104,7 @@ def params(ckpt, contract, **kw):
         "policy_path": str(ckpt),
         "contract": str(contract),
         "autostart": True,
-        "max_step_rad": 10.0,  # only the joint limits act: every command is a converted action
+        "max_step_rad": 0.0,  # no per-step bound (HIL leaves it to the arbiter): every command is a converted action
         "torch_threads": 1,
         **kw,
     }
