@@ -39,7 +39,9 @@ SOURCES = {  # distribution -> its source folder in this checkout
     "lerobot_core": REPO / "src" / "lerobot_core",
 }
 JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
-SIM_PRESET = REPO / "lerobot_plugins/lerobot_robot_ros/lerobot_robot_ros/presets/so101_sim.yaml"
+# the shipped contracts (found by name; ros_so101_sim's default is so101_sim_robot, ros_so101's so101_one_camera)
+CONTRACTS = REPO / "src/lerobot_core/lerobot_core/config/contracts"
+SIM_PRESET = CONTRACTS / "so101_sim_robot.yaml"
 DOC = REPO / "docs" / "lerobot_plugins.md"
 # this run's workspace: install/ (kilted) or install-jazzy/ (env.sh exports which)
 INSTALL = Path(os.environ.get("LEROBOT_ROS_INSTALL", REPO / "install"))
@@ -662,7 +664,7 @@ def test_lerobot_teleoperate_between_emulated_arms(side, tmp_path, ros_node):
                 "--robot.connect_timeout_s=120",
                 "--robot.max_age_s=1.0",  # the contract's 0.2 s is for a dedicated machine, not 2 loaded cores
                 "--teleop.type=ros",
-                f"--teleop.contract={REPO / 'lerobot_plugins/lerobot_robot_ros/lerobot_robot_ros/presets/so101.yaml'}",
+                "--teleop.contract=so101_one_camera",  # a shipped contract, by name
                 "--teleop.connect_timeout_s=120",
                 "--fps=30",
                 "--teleop_time_s=4",
@@ -719,7 +721,7 @@ def test_active_leader_hooks_on_an_emulated_leader(side, tmp_path):
         "leader", ["lerobot-launch", str(path), f"leader_port:={tmp_path}/leader", "hand_motion_ticks:=0.0"]
     )
     try:
-        out = last_json(side.run(HIL_HOOKS, args=[str(SIM_PRESET.parent / "so101.yaml")], timeout=300))
+        out = last_json(side.run(HIL_HOOKS, args=[str(CONTRACTS / "so101_one_camera.yaml")], timeout=300))
     finally:
         graph.stop()
     assert out["reached"]["elbow_flex.pos"] == pytest.approx(out["goal"]["elbow_flex.pos"], abs=0.02)
@@ -962,7 +964,7 @@ def test_teleoperator_torque_through_the_read_only_leader_bus(side, tmp_path):
         ) as bus,
     ):
         side = subprocess.Popen(
-            [str(side.python), "-c", TORQUE_SERVICE_STEPS, str(SIM_PRESET.parent / "so101.yaml")],
+            [str(side.python), "-c", TORQUE_SERVICE_STEPS, str(CONTRACTS / "so101_one_camera.yaml")],
             env=side.env(),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

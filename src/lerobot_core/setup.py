@@ -19,10 +19,11 @@ setup(
             glob("lerobot_core/config/*.xml"),
         ),  # for FASTDDS_DEFAULT_PROFILES_FILE
     ],
-    package_data={package_name: ["config/*.xml"]},
+    # config/contracts: the shipped mapping contracts, found by name (lerobot_core.contract.shipped)
+    package_data={package_name: ["config/*.xml", "config/contracts/*.yaml"]},
     install_requires=["setuptools", "numpy", "pyyaml"],
     extras_require={"test": ["pytest"]},  # lets `colcon test` run the pytest suite
-    zip_safe=False,  # dds_transport reads config/ beside its module
+    zip_safe=False,  # dds_transport and contract.shipped read config/ beside their modules
     maintainer="lerobot_ros maintainers",
     maintainer_email="maintainers@lerobot-ros.dev",
     description=DESCRIPTION,

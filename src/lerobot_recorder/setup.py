@@ -1,21 +1,8 @@
-import os
 from glob import glob
 
 from setuptools import find_packages, setup
 
 package_name = "lerobot_recorder"
-
-
-def share_tree(*folders):
-    """Install every file under the given folders to share/<pkg>/<same relative path>."""
-    entries = {}
-    for folder in folders:
-        for path in glob(os.path.join(folder, "**", "*"), recursive=True):
-            if os.path.isfile(path) and "__pycache__" not in path:
-                entries.setdefault(os.path.join("share", package_name, os.path.dirname(path)), []).append(
-                    path
-                )
-    return sorted(entries.items())
 
 
 with open("package.xml") as f:
@@ -29,7 +16,6 @@ setup(
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
         ("share/" + package_name, ["package.xml"] + glob("README.md")),
         ("bin", sorted(glob("bin/*"))),  # lerobot-* commands by name from install/setup.bash
-        *share_tree("launch", "config"),
     ],
     install_requires=["setuptools"],
     extras_require={"test": ["pytest"]},  # lets `colcon test` run the pytest suite

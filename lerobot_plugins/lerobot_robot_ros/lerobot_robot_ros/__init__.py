@@ -5,7 +5,7 @@ The config classes import without rclpy; making the robot without rclpy raises a
 how to get it.
 """
 
-from .config_ros import RosArmConfig, RosRobotConfig, RosSO101Config, RosSO101SimConfig, preset
+from .config_ros import RosArmConfig, RosRobotConfig, RosSO101Config, RosSO101SimConfig
 from .ros_robot import (
     ActionRejectedError,
     RosArm,
@@ -26,5 +26,4 @@ __all__ = [
     "RosArm",
     "StaleObservationError",
     "ActionRejectedError",
-    "preset",
 ]

@@ -14,24 +14,19 @@ from lerobot.robots.config import RobotConfig
 
 from lerobot_core.contract import Contract, ContractError, normalize_msgtype
 
-PRESETS = Path(__file__).resolve().parent / "presets"
-
 JOINT_STATE = "sensor_msgs/msg/JointState"
 FLOAT64_MULTI_ARRAY = "std_msgs/msg/Float64MultiArray"
 JOINT_TRAJECTORY = "trajectory_msgs/msg/JointTrajectory"
 COMMAND_TYPES = (JOINT_STATE, FLOAT64_MULTI_ARRAY, JOINT_TRAJECTORY)
 
 
-def preset(name: str) -> str:
-    """Path of a contract shipped with the plugin (``so101``, ``so101_sim``)."""
-    return str(PRESETS / f"{name}.yaml")
-
-
 def load_contract(path: str | None, flag: str) -> Contract:
-    """The contract at ``path``; ValueError in the words of the command-line ``flag``."""
+    """The contract at ``path`` (or the shipped contract of that name, lerobot_core/config/contracts);
+    ValueError in the words of the command-line ``flag``."""
     if not path:
         raise ValueError(
-            f"{flag} is required: the path of a lerobot_ros contract YAML (see docs/lerobot_plugins.md)"
+            f"{flag} is required: a lerobot_ros contract, the path of its YAML or the name of a shipped one "
+            "(see docs/lerobot_plugins.md)"
         )
     try:
         contract = Contract.load(Path(path).expanduser())
@@ -72,7 +67,9 @@ class RosRobotConfig(RobotConfig):
     cameras by name). Action features: the contract's ``action`` names, sent on ``command_topic``.
     """
 
-    contract: str | None = None  # path of the contract YAML (the same file the recorder node reads)
+    contract: str | None = (
+        None  # the contract YAML's path, or a shipped one's name (as the recorder node reads)
+    )
     # where send_action publishes; default: the contract's action topic
     command_topic: str | None = None
     # sensor_msgs/msg/JointState | std_msgs/msg/Float64MultiArray | trajectory_msgs/msg/JointTrajectory
@@ -185,9 +182,10 @@ class RosRobotConfig(RobotConfig):
 @RobotConfig.register_subclass("ros_so101_sim")
 @dataclass(kw_only=True)
 class RosSO101SimConfig(RosRobotConfig):
-    """The simulated SO-101 (lerobot_sim): contract presets/so101_sim.yaml, commanded like the real arm."""
+    """The simulated SO-101 (lerobot_sim): the shipped contract so101_sim_robot (the sim's topics, its
+    default 320x240 images), commanded like the real arm."""
 
-    contract: str | None = field(default_factory=lambda: preset("so101_sim"))
+    contract: str | None = "so101_sim_robot"
     command_topic: str | None = "/joint_commands"
     command_type: str | None = JOINT_STATE
     limits_from: str | None = "so101_follower"
@@ -198,9 +196,10 @@ class RosSO101SimConfig(RosRobotConfig):
 @RobotConfig.register_subclass("ros_so101")
 @dataclass(kw_only=True)
 class RosSO101Config(RosRobotConfig):
-    """A real SO-101 follower on lerobot_drivers' bus node: contract presets/so101.yaml, joint_commands."""
+    """A real SO-101 follower on lerobot_drivers' bus node: the shipped contract so101_one_camera (the
+    recorder's: follower state, leader action, front camera), commands on joint_commands."""
 
-    contract: str | None = field(default_factory=lambda: preset("so101"))
+    contract: str | None = "so101_one_camera"
     command_topic: str | None = "/joint_commands"
     command_type: str | None = JOINT_STATE
     limits_from: str | None = "so101_follower"

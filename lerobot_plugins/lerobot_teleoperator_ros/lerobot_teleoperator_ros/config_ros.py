@@ -23,7 +23,7 @@ class RosTeleoperatorConfig(TeleoperatorConfig):
     """A leader arm on ROS 2. Either ``contract`` (its ``action`` feature names the leader topic, joints and
     units: the same file the robot and the recorder node read) or ``topic`` + ``joints`` (+ ``msg_type``)."""
 
-    contract: str | None = None
+    contract: str | None = None  # the contract YAML's path, or a shipped one's name (so101_one_camera)
     topic: str | None = None  # e.g. /leader/joint_states; overrides the contract's action topic
     msg_type: str = (
         "sensor_msgs/msg/JointState"  # with `topic`: JointState | Float64MultiArray | JointTrajectory
@@ -72,7 +72,7 @@ class RosTeleoperatorConfig(TeleoperatorConfig):
                 raise ValueError(f"--teleop.contract={self.contract}: features.action must list 'joints'")
         else:
             raise ValueError(
-                "--teleop.type=ros needs --teleop.contract=PATH or --teleop.topic=... --teleop.joints=[...]"
+                "--teleop.type=ros needs --teleop.contract=PATH|NAME or --teleop.topic=... --teleop.joints=[...]"
             )
         for name in ("connect_timeout_s", "max_age_s", "service_timeout_s", "lockstep_timeout_s"):
             value = getattr(self, name)

@@ -177,8 +177,8 @@ def read_parameters(node) -> PolicyNodeConfig:
         contract=p(
             "contract",
             "",
-            "the recorder's contract YAML: input topics, joint order, units and fps as recorded "
-            "(replaces joint_names, joint_units and fps); empty = those parameters",
+            "the recorder's contract (a YAML path, or a shipped one's name): input topics, joint order, "
+            "units and fps as recorded (replaces joint_names, joint_units and fps); empty = those parameters",
         ),
         dataset_root=p(
             "dataset_root",
@@ -308,6 +308,6 @@ def env_state_dim(pc, deployment) -> int:
     if deployment is None or deployment.env_state is None:
         raise ValueError(
             "the policy takes observation.environment_state: deploy it with contract:= naming that "
-            "feature's topic (e.g. lerobot_bringup/config/so101_sim_env_state_contract.yaml)"
+            "feature's topic (e.g. the shipped so101_sim_env_state_contract)"
         )
     return int(feature.shape[0])

@@ -76,8 +76,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--contract",
         default="",
-        help="the recording's contract YAML: its units and calibration convert the actions to radians "
-        "(needed for units normalized)",
+        help="the recording's contract (a YAML path, or a shipped one's name): its units and calibration "
+        "convert the actions to radians (needed for units normalized)",
     )
     p.add_argument("--feature", default="action", help="column to replay")
     p.add_argument(

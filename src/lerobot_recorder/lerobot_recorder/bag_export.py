@@ -249,7 +249,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("dataset", help="dataset directory")
     p.add_argument("--episode", type=cli.non_negative_int, required=True, help="episode index")
     p.add_argument("--output", "-o", required=True, help="new rosbag2 directory to create")
-    p.add_argument("--config", help="mapping contract used to record it (topics and units to restore)")
+    p.add_argument(
+        "--config",
+        help="mapping contract used to record it (topics and units to restore): a YAML path, or a shipped "
+        "one's name",
+    )
     p.add_argument(
         "--start-time",
         type=cli.non_negative_float,

@@ -45,7 +45,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--fps", type=cli.positive_int, help="dataset frames per second (overrides the contract's fps)"
     )
-    p.add_argument("--config", help="mapping contract YAML (topics -> features); see docs/recording.md")
+    p.add_argument(
+        "--config",
+        help="mapping contract (topics -> features): a YAML path, or a shipped one's name (so101_one_camera); "
+        "see docs/recording.md",
+    )
     p.add_argument("--state", metavar="TOPIC", help="JointState topic -> observation.state")
     p.add_argument("--action", metavar="TOPIC", help="JointState topic -> action")
     p.add_argument(

@@ -3,10 +3,10 @@ checked configuration read from them (:class:`RecorderNodeConfig`)."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from functools import partial
 
+from lerobot_core.contract import find_contract
 from lerobot_core.ros.params import declare
 from lerobot_dataset import DatasetError
 from lerobot_dataset.depth import X265_PRESETS, check_lerobot_version
@@ -24,25 +24,12 @@ class RecorderNodeConfig:
     tick_ack: bool = False
 
 
-def resolve_contract_path(value: str) -> str:
-    """A contract file path, or the name of an installed one (share/lerobot_recorder/config/contracts/)."""
-    if os.path.exists(value) or "/" in value:
-        return value
-    names = [value] if value.endswith((".yaml", ".yml")) else [value + ".yaml", value]
-    for prefix in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep):
-        for name in names:
-            path = os.path.join(prefix, "share", "lerobot_recorder", "config", "contracts", name)
-            if prefix and os.path.isfile(path):
-                return path
-    return value
-
-
 def declare_parameters(node) -> None:
     """Declare every parameter of the recorder node on `node` (with its description and range)."""
     p = partial(declare, node)
 
     p("autostart", False, "configure and activate right after start")
-    p("contract", "", "mapping contract YAML, or the name of an installed one (so101_one_camera)")
+    p("contract", "", "mapping contract YAML, or the name of a shipped one (so101_one_camera)")
     p("dataset_root", "", "dataset folder: new/empty, or an existing dataset with resume:=true")
     p("resume", False, "append to the existing dataset in dataset_root")
     p("mode", "dataset", "dataset | raw (mcap bags only) | both")
@@ -118,7 +105,7 @@ def declare_parameters(node) -> None:
 def read_config(node) -> RecorderNodeConfig:
     """The parameters of `node` as a checked configuration; RecorderError names a bad parameter."""
     g = node.get_parameter
-    contract = resolve_contract_path(str(g("contract").value))
+    contract = find_contract(str(g("contract").value))  # a path, or a shipped contract's name
     if not contract:
         raise RecorderError("parameter 'contract' is empty: give the mapping contract YAML")
     root = str(g("dataset_root").value)

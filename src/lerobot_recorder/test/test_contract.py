@@ -10,13 +10,12 @@ from lerobot_core.alignment import Aligner
 from lerobot_core.contract import Contract, ContractError
 from lerobot_recorder import bag_io
 
-CONTRACTS = Path(__file__).resolve().parents[1] / "config" / "contracts"
 SO101 = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
 
 
-@pytest.mark.parametrize("name", ["so101_one_camera.yaml", "so101_two_cameras.yaml"])
+@pytest.mark.parametrize("name", ["so101_one_camera", "so101_two_cameras"])
 def test_shipped_contracts_load(name):
-    c = Contract.load(CONTRACTS / name)
+    c = Contract.load(name)  # shipped: found by name
     feats = c.features()
     assert feats["observation.state"]["names"] == [f"{j}.pos" for j in SO101]
     assert feats["action"]["shape"] == (6,)
@@ -30,7 +29,7 @@ def test_shipped_contracts_load(name):
     assert specs["/cameras/front/image_raw"].tolerance_s == 0.02
     assert c.streams["/cameras/front/image_raw"].qos == "sensor"
     assert c.streams["/joint_states"].qos == "reliable" and c.streams["/joint_states"].rate == 100
-    if name == "so101_two_cameras.yaml":
+    if name == "so101_two_cameras":
         assert c.streams["/cameras/wrist/image_raw/compressed"].msgtype == "sensor_msgs/msg/CompressedImage"
         assert c.task_topic == "/task" and not specs["/task"].required
 

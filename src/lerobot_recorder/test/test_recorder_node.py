@@ -435,13 +435,3 @@ def test_keyboard_control_in_a_terminal(tmp_path, ros_node):
         assert "RECORDING" in text and "ok:" in text, text
     r = DatasetReader(tmp_path / "ds")
     assert r.num_episodes == 2  # episode 0 (ended early) and the re-recorded episode 1 saved by Esc
-
-
-def test_contract_parameter_accepts_installed_names():
-    from lerobot_recorder.recorder_params import resolve_contract_path
-
-    path = resolve_contract_path("so101_one_camera")
-    assert path.endswith("share/lerobot_recorder/config/contracts/so101_one_camera.yaml")
-    assert Contract.load(path).fps == 30
-    assert resolve_contract_path(str(CONTRACT)) == str(CONTRACT)
-    assert resolve_contract_path("no_such_contract") == "no_such_contract"  # configure then fails clearly

@@ -1,14 +1,12 @@
 """The shipped policy-rollout contract: observation from the robot, action from the policy node's
 command topic (JointState by name, in any order), camera sizes from the first images."""
 
-from pathlib import Path
-
 import numpy as np
 from sensor_msgs.msg import Image, JointState
 
 from lerobot_core.contract import Contract
 
-CONTRACT = Path(__file__).resolve().parents[1] / "config" / "contracts" / "so101_policy_rollout.yaml"
+CONTRACT = "so101_policy_rollout"  # shipped: found by name
 SO101 = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
 
 

@@ -1,6 +1,7 @@
 """The mapping contract: which ROS topics become which LeRobot features, and how they are aligned.
 
-A contract is a YAML file (reference and example: docs/recording.md, config/contracts/*.yaml)::
+A contract is a YAML file (reference: docs/recording.md; the shipped ones, found by name, in
+lerobot_core/config/contracts/, see :mod:`.shipped`)::
 
     fps: 30
     robot_type: so101_follower
@@ -30,7 +31,7 @@ with ``field: mode`` (human-in-the-loop; ticks while the arbiter holds make no f
 Each *topic* is one alignment stream (``lerobot_core.alignment.StreamSpec`` named by the
 topic). Use:
 
-    contract = Contract.load("so101.yaml")               # or Contract.from_flags(...)
+    contract = Contract.load("my_robot.yaml")            # a path, a shipped name, or Contract.from_flags(...)
     contract = contract.resolve({topic: (msgtype, first_msg)})   # fills joints / image sizes
     features = contract.features()                       # -> DatasetWriter.create(features=...)
     aligner = Aligner(contract.fps, contract.stream_specs())
@@ -42,7 +43,7 @@ does not fit the contract raises ``ValueError`` naming the topic.
 
 Modules: :mod:`.schema` (the file's keys and choices, validation, ContractError), :mod:`.model`
 (Contract: resolution, features, stream specs, frames), :mod:`.extraction` (message -> values, a
-table keyed by message type).
+table keyed by message type), :mod:`.shipped` (the shipped contracts, found by name).
 """
 
 from .extraction import msgtype_of  # noqa: F401 (the package is the public API)
@@ -76,3 +77,4 @@ from .schema import (  # noqa: F401
     VectorSource,
     normalize_msgtype,
 )
+from .shipped import CONTRACTS_DIR, find_contract, shipped_contracts  # noqa: F401

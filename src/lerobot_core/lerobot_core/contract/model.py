@@ -45,6 +45,7 @@ from .schema import (
     normalize_msgtype,
     parse,
 )
+from .shipped import find_contract, is_contract_name, shipped_contracts
 
 # the contract file's calibration modes -> LeRobot's
 _NORM_MODE = {"m100_100": units.RANGE_M100_100, "0_100": units.RANGE_0_100}
@@ -73,12 +74,16 @@ class Contract:
     # ------------------------------------------------------------------ loading
     @classmethod
     def load(cls, path: str | os.PathLike) -> Contract:
-        where = os.fspath(path)
+        """The contract in the file ``path``, or the shipped contract of that name (:mod:`.shipped`)."""
+        where = find_contract(path)
         try:
             with open(where, encoding="utf-8") as fh:
                 data = yaml_io.load(fh)  # YAML 1.2 floats: max_staleness: 1e-9 is a number
         except OSError as exc:
-            raise ContractError(f"{where}: cannot read the contract: {exc.strerror or exc}") from None
+            hint = ""
+            if is_contract_name(where):
+                hint = f"; it is no file here, nor a shipped contract ({', '.join(shipped_contracts())})"
+            raise ContractError(f"{where}: cannot read the contract: {exc.strerror or exc}{hint}") from None
         except yaml.YAMLError as exc:
             raise ContractError(f"{where}: not valid YAML: {exc}") from None
         return cls.from_dict(data, source=where)
