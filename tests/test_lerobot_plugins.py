@@ -1064,7 +1064,7 @@ def test_lerobot_record_equals_the_recorder_node_frame_for_frame(side, tmp_path,
             name="recorder",
             parameters={
                 "autostart": True,
-                "contract": str(SIM_PRESET),
+                "contract": SIM_PRESET.stem,  # the shipped contract by name, as the robot's
                 "dataset_root": str(ours),
                 "num_episodes": 1,
                 "episode_time_s": 600.0,  # ended by SIGINT, which saves the episode in progress
@@ -1098,7 +1098,7 @@ def test_lerobot_record_equals_the_recorder_node_frame_for_frame(side, tmp_path,
             [
                 "lerobot-record",
                 "--robot.type=ros",
-                f"--robot.contract={SIM_PRESET}",  # no limits: what is sent is the teleop's action
+                f"--robot.contract={SIM_PRESET.stem}",  # no limits: what is sent is the teleop's action
                 "--robot.lockstep=true",
                 "--robot.connect_timeout_s=120",
                 # a loaded machine (the suite beside other work) can take seconds per tick: the sim, the
