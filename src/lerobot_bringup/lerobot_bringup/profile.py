@@ -29,7 +29,8 @@ Schema::
 An argument's type is its default's (bool, int, float, str, list): ``rate_hz:=fast`` is refused
 before anything starts, naming the argument. ``type`` names it where the default cannot:
 ``path`` (a file or folder; ``--show`` prints where it really is), ``checkpoint`` (a policy
-checkpoint folder or Hub id, checked by the launcher before start), ``seed`` (a whole number, or
+checkpoint folder or Hub id, checked by the launcher before start), ``contract`` (a mapping
+contract: a YAML path or a shipped contract's name, loaded by the launcher before start), ``seed`` (a whole number, or
 ``auto``: the seed after the last one the dataset named by the argument ``dataset`` holds, 0 for a
 new one). ``required: true`` (no default needed) refuses to start without a value when a node
 that is started uses the argument.
@@ -70,7 +71,7 @@ _TOP_KEYS = {"description", "arguments", "nodes"}
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 PARAM_TYPES = (bool, int, float, str)
 _ARG_KEYS = {"default", "description", "required", "type", "dataset"}
-ARG_TYPES = ("bool", "int", "float", "str", "list", "path", "checkpoint", "seed")
+ARG_TYPES = ("bool", "int", "float", "str", "list", "path", "checkpoint", "contract", "seed")
 
 
 class ProfileError(ValueError):
@@ -443,7 +444,7 @@ def _typed(arg: Argument, value: Any) -> Any:
         ok = value if isinstance(value, list) else None
     elif kind == "seed":
         ok = value if value == "auto" or (isinstance(value, int) and not isinstance(value, bool)) else None
-    elif not isinstance(value, str):  # str, path, checkpoint: the text as typed
+    elif not isinstance(value, str):  # str, path, checkpoint, contract: the text as typed
         ok = str(value).lower() if isinstance(value, bool) else str(value)
     if ok is None:
         raise ProfileError(f"argument {arg.name}:={format_value(value)}: expected {_EXPECTED[kind]}")

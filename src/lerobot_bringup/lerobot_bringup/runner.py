@@ -125,7 +125,18 @@ def check_checkpoint(value: str) -> None:
         raise ValueError(str(exc)) from None
 
 
-CHECKERS = {"checkpoint": check_checkpoint}
+def check_contract(value: str) -> None:
+    """A mapping contract that loads: a YAML path, or a shipped contract's name (a typo is refused
+    listing the shipped ones, before the recorder or the policy node fails at configure)."""
+    from lerobot_core.contract import Contract, ContractError
+
+    try:
+        Contract.load(value)
+    except ContractError as exc:
+        raise ValueError(str(exc)) from None
+
+
+CHECKERS = {"checkpoint": check_checkpoint, "contract": check_contract}
 
 
 def check_policy_contracts(profile: Profile) -> None:

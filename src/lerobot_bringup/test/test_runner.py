@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from lerobot_core.ament import share_path
+from lerobot_core.contract import CONTRACTS_DIR
 from lerobot_core.ros.testing import MessageCollector, wait_for_messages, wait_until
 
 pytestmark = pytest.mark.ros
@@ -321,6 +322,25 @@ def test_a_checkpoint_that_is_not_there_is_refused_naming_the_argument():
     assert res.returncode == 2, res.stdout + res.stderr
     assert f"argument policy_path:={path}: policy checkpoint directory '{path}' does not exist" in res.stderr
     assert "started" not in res.stdout
+
+
+def test_a_contract_name_that_is_not_shipped_is_refused_before_anything_starts():
+    """Before: record_sim_so101 contract:=<a typo> started the sim and the expert; the recorder then failed
+    at configure, on a file path the user never typed."""
+    res = run_launcher("record_sim_so101", "contract:=so101_sim_env_stat_contract", cwd=tempfile.mkdtemp())
+    assert res.returncode == 2, res.stdout + res.stderr
+    err = res.stderr.strip()
+    assert err.startswith(
+        "lerobot-launch: error: argument contract:=so101_sim_env_stat_contract: so101_sim_env_stat_contract: "
+        "cannot read the contract"
+    ), err
+    assert "so101_sim_env_state_contract" in err  # the shipped ones, listed
+    assert "started" not in res.stdout
+    # a shipped name and a path both pass the check (--show starts nothing)
+    for value in ("so101_sim_env_state_contract", str(CONTRACTS_DIR / "so101_sim_env_state_contract.yaml")):
+        res = run_launcher("record_sim_so101", f"contract:={value}", "--show", cwd=tempfile.mkdtemp())
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert f"contract='{value}'" in res.stdout
 
 
 def test_a_checkpoint_the_contract_cannot_feed_is_refused_naming_the_arguments():
