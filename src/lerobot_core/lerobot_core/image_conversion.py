@@ -268,7 +268,10 @@ def fill_image_msg(msg, array: np.ndarray, encoding: str = "rgb8"):
         msg.data = raw.copy()  # rosbags messages hold numpy arrays
     else:
         data = _array.array("B")
-        data.frombytes(memoryview(raw))  # one copy; rclpy takes array.array('B') without a per-item check
+        # the one copy on the way to rclpy: the message must own its pixels (the caller may reuse its
+        # array before rclpy converts the message at publish), and rclpy takes an array.array('B')
+        # without a per-item check
+        data.frombytes(memoryview(raw))
         msg.data = data
     return msg
 
