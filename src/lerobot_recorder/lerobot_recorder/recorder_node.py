@@ -60,6 +60,7 @@ TICK_ACK_RELEASE_SEC = 2**31 - 1
 QOS_TICK_ACK = qos.RELIABLE
 QOS_STATUS = qos.LATCHED
 QOS_IMAGES = qos.SENSOR
+QOS_RELIABLE = qos.RECORDED
 
 
 def decode_message(data: bytes, msgtype: str, cls):
@@ -75,7 +76,6 @@ def decode_message(data: bytes, msgtype: str, cls):
     if msgtype in IMAGE_TYPES:
         return bag_io.deserialize(data, msgtype)
     return deserialize_message(data, cls)
-QOS_RELIABLE = qos.RECORDED
 
 
 class RecorderNode(RecorderRequests, LifecycleNode):
