@@ -69,7 +69,7 @@ def decode_message(data: bytes, msgtype: str, cls):
     An image decodes through rosbags into read-only views of ``data``: ``bytes`` never change, so
     ``image_msg_to_array`` shares them and the pixels reach the encoder's own pass (its I420
     conversion) without a copy. The one copy they have had is rclpy's, from its serialized-message
-    buffer (which it reuses) into ``data``. rclpy's ``deserialize_message`` would copy them twice
+    buffer (freed after the take) into ``data``. rclpy's ``deserialize_message`` would copy them twice
     more (into a C message, then into an ``array.array``) and the conversion once again (an
     ``array.array`` can be written to, so it is not shared). Other types go through rclpy.
     """
