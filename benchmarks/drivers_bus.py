@@ -12,6 +12,11 @@ Figures:
 * baseline (same run): the same cycle with three separate single-register sync reads (position,
   velocity, load), which is what per-register calls (LeRobot's sync_read(data_name), the vendor
   SDKs' GroupSyncRead per address) cost.
+* command path (--command-path): the motor_bus node's host work per joint_commands message (a
+  JointState naming all 6 joints in another order) up to the goal ticks it would sync-write: parse,
+  keep the target, guard it against the present position, radians -> ticks; no bus I/O. Measured on
+  the checkout's code (by name before the motor bus kept vectors, by vector after), with the floor
+  beside it: the same arithmetic on vectors with the joint order precomputed (numpy + the normalizer).
 * JointState jitter: motor_bus node (100 Hz) in its own process, intervals between consecutive
   header stamps and between receive times at a subscriber, p50/p99 of |interval - 10 ms|.
 """
@@ -110,6 +115,59 @@ def cycle_rate(robot: str, seconds: float, per_register: bool) -> float:
         rate = n / (time.perf_counter() - t0)
         arm.close()
     return rate, timeouts
+
+
+def command_path(iters: int, rounds: int = 5) -> dict:
+    """Per-command host work of the motor_bus node (see the module docstring), in microseconds."""
+    import numpy as np
+    from sensor_msgs.msg import JointState
+
+    from lerobot_core.command import parse_command
+
+    spec = get_robot_spec("so101_follower")
+    names = list(spec.joint_names)
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        EmulatorProcess("so101_follower", os.path.join(tmp, "tty")),
+    ):
+        arm = ArmBus(spec, os.path.join(tmp, "tty"), timeout_s=0.05, max_step_rad=0.1)
+        arm.connect()
+        sample = arm.read()
+        arm.close()
+    msgs = [JointState(name=names[::-1], position=[0.001 * k] * 6) for k in range(iters)]
+    vectors = hasattr(arm, "limit_goals")
+
+    def node(msg, state):  # what MotorBusNode._on_command + _command_step do, minus the sync write
+        command = parse_command(msg, spec.joint_names)
+        if vectors:
+            state[0] = command.onto(state[0])
+            goals, _ = arm.limit_goals(state[0], sample.position)
+            return arm.goal_ticks(goals)
+        targets = {names[j]: float(v) for j, v in zip(command.index, command.values, strict=True)}
+        merged = dict(state[0] or {})
+        merged.update(targets)
+        state[0] = merged
+        goals, _ = arm.safe_goals(dict(state[0]), dict(zip(sample.names, sample.position, strict=False)))
+        return {arm._ids[n]: arm.normalizer.from_radians(n, v) for n, v in goals.items()}
+
+    perm = np.array([5, 4, 3, 2, 1, 0])
+    ids = [arm._ids[n] for n in names]
+    present = np.asarray(sample.position, dtype=np.float64)
+
+    def floor(msg, state):  # the arithmetic alone: vector, clamp + step bound, ticks
+        goals = arm._limits.limit(np.asarray(msg.position, dtype=np.float64)[perm], present, inside=False)[0]
+        return {ids[j]: arm.normalizer.from_radians(names[j], float(goals[j])) for j in range(6)}
+
+    ways = {"node": node, "floor": floor}
+    out: dict[str, list[float]] = {k: [] for k in ways}
+    for _ in range(rounds):
+        for label, fn in ways.items():
+            state = [np.full(6, np.nan) if vectors else None]
+            t0 = time.process_time()
+            for msg in msgs:
+                fn(msg, state)
+            out[label].append((time.process_time() - t0) / iters * 1e6)
+    return {"vectors": vectors, **{k: min(v) for k, v in out.items()}}
 
 
 def jitter(seconds: float) -> dict:
@@ -255,12 +313,21 @@ def teleop_rate(seconds: float) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--command-path", action="store_true", help="only the per-command host work (fast)")
     a = ap.parse_args()
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     os.environ.setdefault("ROS_DOMAIN_ID", "43")
     print(
         f"load average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores (a shared machine slows the emulator)"
     )
+    c = command_path(2000)
+    print(
+        f"motor_bus host work per joint_commands message (6 joints, another order; CPU, best of 5 rounds of "
+        f"2000): {c['node']:.1f} us ({'vectors in the robot order' if c['vectors'] else 'by name'}); "
+        f"floor (numpy + normalizer, order precomputed) {c['floor']:.1f} us = {c['node'] / c['floor']:.2f}x"
+    )
+    if a.command_path:
+        return 0
     for robot in ("so101_follower", "koch_follower"):
         fam = get_robot_spec(robot).bus
         b = wire_bytes(fam)

@@ -4,6 +4,7 @@ same run, recorded by the same node to a raw mcap bag (mode raw, the baseline: w
 recording costs on the same topics).
 
     source env.sh && python benchmarks/recorder_live.py [--seconds 30] [--vcodec libx264] [--modes dataset,raw]
+        [--hot-path-rounds 5]
 
 Printed per run: frames, dropped ticks (target 0), messages dropped by backpressure, recorder CPU
 (% of one core, mean over the episode, includes its encoder threads), stamp->writer latency (the
@@ -14,6 +15,15 @@ Then, for the dataset run: the encoder settings, the codec's floor (bare PyAV en
 the recorder stored, rebuilt from live_sources' pattern, with the same options: benchmarks/video_floor.py)
 as CPU % of one core over the episode beside the recorder's, and the quality: PSNR of the decoded
 frames of the dataset (and of the floor's file) against the published source frames, per camera.
+
+First, in this process (no DDS, nothing else running): the recorder worker's per-frame work on one
+VGA rgb8 frame, from the serialized message (what its raw subscription delivers) to the encoder's
+input: decode, the contract's image check and conversion (``decode_image``, what ``make_frame``
+calls), and the encoder's own pass (RGB -> I420 into a recycled buffer, ``CameraEncoder.put``).
+Three ways, interleaved round by round on the same frames: rclpy's ``deserialize_message`` (the
+recorder's decoder up to the change that brought ``decode_message``), the recorder's decoder
+(``recorder_node.decode_message``), and the floor: the I420 conversion of a numpy view of the same
+bytes (bare numpy + OpenCV, no decoding at all). All three must hand the encoder the same bits.
 """
 
 from __future__ import annotations
@@ -166,6 +176,60 @@ def quality_and_floor(root: Path, spec: str, work: Path) -> list[dict]:
     return out
 
 
+def hot_path(rounds: int, frames: int = 30) -> None:
+    """Per-frame cost of the recorder worker from a serialized VGA image to the encoder's input."""
+    from rclpy.serialization import deserialize_message, serialize_message
+    from sensor_msgs.msg import Image
+
+    from lerobot_core.contract import Contract
+    from lerobot_core.contract.extraction import decode_image
+    from lerobot_core.contract.schema import IMAGE
+    from lerobot_core.image_conversion import fill_image_msg
+    from lerobot_dataset.video import rgb_to_yuv420p
+    from lerobot_recorder import recorder_node
+
+    h, w = 480, 640
+    src = Contract.from_dict(CONTRACT).images["observation.images.front"]
+    base = gradient_base(h, w)
+    data = [
+        serialize_message(fill_image_msg(Image(), camera_image(base, k, 0), "rgb8")) for k in range(frames)
+    ]
+    size = h * w * 3  # the pixels end the message (Image.data is its last field; VGA needs no padding)
+    out = np.empty((h * 3 // 2, w), np.uint8)
+    ways = {
+        "rclpy deserialize_message (before)": lambda d: decode_image(src, deserialize_message(d, Image)),
+        "recorder decode_message (now)": lambda d: decode_image(
+            src, recorder_node.decode_message(d, IMAGE, Image)
+        ),
+        "floor: numpy view + I420": lambda d: np.frombuffer(d, np.uint8, size, len(d) - size).reshape(
+            h, w, 3
+        ),
+    }
+    per_frame: dict[str, list[float]] = {k: [] for k in ways}
+    for _ in range(rounds):
+        yuv = []
+        for label, rgb_of in ways.items():
+            t0 = time.process_time()
+            for d in data:
+                rgb_to_yuv420p(rgb_of(d), out=out)
+            per_frame[label].append((time.process_time() - t0) / frames * 1e3)
+            yuv.append(out.copy())
+        if any(not np.array_equal(yuv[0], y) for y in yuv[1:]):
+            raise SystemExit("hot path: the three ways hand the encoder different bits")
+    floor = float(np.median(per_frame["floor: numpy view + I420"]))
+    before = float(np.median(per_frame["rclpy deserialize_message (before)"]))
+    print(
+        f"hot path, one {w}x{h} rgb8 frame from serialized message to encoder input (CPU ms per frame, "
+        f"median of {rounds} interleaved rounds of {frames} frames; identical I420 bits from all three):"
+    )
+    for label, values in per_frame.items():
+        med = float(np.median(values))
+        print(
+            f"  {label:<36} {med:6.2f} ms (min {min(values):.2f})  {med / floor:5.2f}x floor  "
+            f"{before / med:5.2f}x faster than before"
+        )
+
+
 def run_once(mode: str, seconds: float, vcodec: str, preset: int, work: Path, env: dict) -> dict:
     contract = work / "contract.yaml"
     contract.write_text(yaml.safe_dump(CONTRACT))
@@ -252,6 +316,12 @@ def main() -> int:
     ap.add_argument("--modes", default="dataset,raw")
     ap.add_argument("--keep", action="store_true", help="keep the recordings (printed path)")
     ap.add_argument("--image-qos", choices=("reliable", "sensor"), default="reliable")
+    ap.add_argument(
+        "--hot-path-rounds",
+        type=int,
+        default=5,
+        help="rounds of the in-process per-frame measurement (0 = skip)",
+    )
     args = ap.parse_args()
     global IMAGE_QOS
     IMAGE_QOS = args.image_qos
@@ -267,8 +337,10 @@ def main() -> int:
     )
     spec = args.vcodec + (f":{args.preset}" if args.preset else "")
     print(f"dataset video settings: {encoder_settings(spec)[2]}")
+    if args.hot_path_rounds > 0:
+        hot_path(args.hot_path_rounds)
     results, src_cpu = [], []
-    for mode in args.modes.split(","):
+    for mode in [m for m in args.modes.split(",") if m]:
         # a fresh source process per run: no DDS state (unacknowledged samples of the previous
         # recorder) carries over from one run to the next
         # cameras and joint states from two processes (a camera driver and a robot driver): a

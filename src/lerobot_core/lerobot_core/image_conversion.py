@@ -103,6 +103,17 @@ def _as_bytes_view(data) -> np.ndarray:
 
 def image_msg_to_array(msg) -> np.ndarray:
     """Pixels of a sensor_msgs/Image as a numpy array in native byte order (HxW or HxWxC)."""
+    out, buf = _pixels(msg)
+    # the pixels may be the message buffer itself (no padding): never alias a buffer that can
+    # change; an immutable one (bytes, as rosbags deserializes, or a read-only mapping of a bag
+    # file) is shared read-only
+    if np.may_share_memory(out, buf) and not _immutable(buf):
+        out = out.copy()
+    return out
+
+
+def _pixels(msg) -> tuple[np.ndarray, np.ndarray]:
+    """(the pixels, possibly a view of the message's buffer; that buffer as flat uint8)."""
     encoding = str(msg.encoding)
     if encoding not in _ENCODINGS:
         raise ValueError(
@@ -135,12 +146,7 @@ def image_msg_to_array(msg) -> np.ndarray:
     native = "<" if sys.byteorder == "little" else ">"
     if itemsize > 1 and order != native:
         out = out.byteswap().view(out.dtype.newbyteorder(native))
-    # ascontiguousarray may have returned the message buffer itself (no padding): never alias a
-    # buffer that can change; an immutable one (bytes, as rosbags deserializes, or a read-only
-    # mapping of a bag file) is shared read-only
-    if np.may_share_memory(out, buf) and not _immutable(buf):
-        out = out.copy()
-    return out
+    return out, buf  # ascontiguousarray returns the buffer itself when rows are not padded
 
 
 def _immutable(arr: np.ndarray) -> bool:
@@ -163,9 +169,10 @@ def image_msg_to_rgb(msg) -> np.ndarray:
         raise ValueError(
             f"image encoding {encoding!r} cannot be converted to RGB; supported: {', '.join(RGB_ENCODINGS)}"
         )
-    arr = image_msg_to_array(msg)
-    if encoding in ("rgb8",):
-        return arr
+    if encoding == "rgb8":
+        return image_msg_to_array(msg)
+    # every other encoding is converted into a new array: the message's pixels are read in place
+    arr = _pixels(msg)[0]
     if encoding in ("bgr8", "8UC3"):
         return np.ascontiguousarray(arr[:, :, ::-1])
     if encoding == "rgba8":
@@ -261,7 +268,10 @@ def fill_image_msg(msg, array: np.ndarray, encoding: str = "rgb8"):
         msg.data = raw.copy()  # rosbags messages hold numpy arrays
     else:
         data = _array.array("B")
-        data.frombytes(memoryview(raw))  # one copy; rclpy takes array.array('B') without a per-item check
+        # the one copy on the way to rclpy: the message must own its pixels (the caller may reuse its
+        # array before rclpy converts the message at publish), and rclpy takes an array.array('B')
+        # without a per-item check
+        data.frombytes(memoryview(raw))
         msg.data = data
     return msg
 

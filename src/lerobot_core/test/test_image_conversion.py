@@ -151,6 +151,29 @@ def test_result_shares_an_immutable_buffer_read_only():
     assert not np.shares_memory(image_msg_to_rgb(msg), writable)
 
 
+@pytest.mark.parametrize("encoding", ["bgr8", "rgba8", "bgra8", "mono8"])
+def test_a_converted_encoding_is_read_in_place_not_copied_first(encoding):
+    """Converting to RGB makes the one new array: a writable message buffer is not copied before it
+    (measured as memory: the conversion of a 640x480 frame allocates one RGB frame, not two)."""
+    import tracemalloc
+
+    channels = {"mono8": 1, "bgr8": 3}.get(encoding, 4)
+    data = np.random.default_rng(0).integers(0, 256, 480 * 640 * channels, dtype=np.uint8)
+    msg = _rosbags_image(480, 640, encoding, 640 * channels, b"")
+    msg.data = data  # writable (as an rclpy message's array.array): image_msg_to_array copies it
+    rgb_bytes = 480 * 640 * 3
+    tracemalloc.start()
+    try:
+        out = image_msg_to_rgb(msg)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert rgb_bytes <= peak < rgb_bytes + 480 * 640 * channels // 2, peak
+    assert not np.shares_memory(out, data)
+    data[:] = 0  # the result is the message's pixels converted, not a view of them
+    assert out.any()
+
+
 @pytest.mark.parametrize("encoding", ["yuv422", "bayer_rggb8", "nonsense"])
 def test_unknown_encoding_names_it(encoding):
     with pytest.raises(ValueError, match=encoding):

@@ -63,3 +63,30 @@ def test_the_contract_extraction_maps_through_the_same_plans():
     assert index_plan(msg.name, JOINTS) is index_plan(tuple(msg.name), JOINTS)
     with pytest.raises(ValueError, match="topic /js: joint 'shoulder_pan' is not in the message"):
         vector_values("/js", "sensor_msgs/msg/JointState", _JointState(["gripper"], [1.0]), layout)
+
+
+def test_the_recorders_extraction_builds_one_plan_per_layout():
+    """Recording (bag import and the live recorder extract the same way): many JointStates of one
+    layout build one plan; a message with the names in another order builds one more."""
+    from lerobot_core import joint_map
+    from lerobot_core.contract import extraction
+
+    layout = [("position", j) for j in JOINTS] + [("velocity", j) for j in JOINTS]
+    names = ["elbow_flex", "gripper", "shoulder_pan", "shoulder_lift"]
+    joint_map._build.cache_clear()
+    extraction._PLANS.clear()  # its per-field plans, made from joint_map's
+    for k in range(200):
+        msg = _JointState(list(names), [3.0, 4.0, 1.0, float(k)])  # fresh lists, as each message has
+        msg.velocity = [0.3, 0.4, 0.1, 0.2]
+        out = vector_values("/js", "sensor_msgs/msg/JointState", msg, layout)
+    assert out.tolist() == [1.0, 199.0, 3.0, 4.0, 0.1, 0.2, 0.3, 0.4]
+    assert plan_cache_info().misses == 1
+    msg = _JointState(names[::-1], [9.0, 1.0, 4.0, 3.0])
+    msg.velocity = [0.0] * 4
+    assert vector_values("/js", "sensor_msgs/msg/JointState", msg, layout)[:4].tolist() == [
+        1.0,
+        9.0,
+        3.0,
+        4.0,
+    ]
+    assert plan_cache_info().misses == 2

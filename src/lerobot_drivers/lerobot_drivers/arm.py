@@ -70,6 +70,7 @@ class ArmBus:
             len(lim), [x.lower for x in lim], [x.upper for x in lim], self.max_step_rad or float("inf")
         )
         self._ids = {m.name: m.id for m in spec.motors}
+        self._motor_ids = [self._ids[n] for n in spec.joint_names]  # servo id per joint, joint order
         self._names = {m.id: m.name for m in spec.motors}
         self.family = self.bus.family
         self.last_positions: Optional[dict[str, float]] = None
@@ -173,39 +174,70 @@ class ArmBus:
 
     # ------------------------------------------------------------ commands
     def safe_goals(self, targets: Mapping[str, float], present: Optional[Mapping[str, float]] = None):
-        """Validate and bound joint targets (rad); returns ({name: rad}, SafetyReport).
+        """Validate and bound joint targets (rad) given by name; returns ({name: rad}, SafetyReport).
 
-        The device guard (lerobot_core.safety, the one rule): the servo's position range, and at
-        most ``max_step_rad`` from the measured position per cycle. The per-step bound of a policy's
-        commands is the policy node's or the arbiter's (docs/policy.md, Command safety).
+        The by-name form of :meth:`limit_goals` (for callers holding names; the node keeps vectors).
         """
-        plan = index_plan(list(targets), self.spec.joint_names)
+        names = self.spec.joint_names
+        plan = index_plan(list(targets), names)
         if plan.unknown:
             raise CommandError(
-                f"unknown joint {plan.unknown[0]!r}; joints of {self.spec.name}: {', '.join(self.spec.joint_names)}"
+                f"unknown joint {plan.unknown[0]!r}; joints of {self.spec.name}: {', '.join(names)}"
             )
         values = plan.take(list(targets.values()))
         for k in np.flatnonzero(~np.isfinite(values))[:1]:
             raise CommandError(
-                f"non-finite target {values[k]} for joint {self.spec.joint_names[plan.dst[k]]!r}: command rejected"
+                f"non-finite target {values[k]} for joint {names[plan.dst[k]]!r}: command rejected"
             )
-        names = [self.spec.joint_names[j] for j in plan.dst]
         present = present if present is not None else (self.last_positions or {})
-        limits = self._limits
-        sub = SafetyLimits(limits.lower[plan.dst], limits.upper[plan.dst], limits.max_step[plan.dst])
-        previous = np.array([present.get(n, np.nan) for n in names]) if self.max_step_rad > 0 else None
-        goals, clamped, stepped = sub.limit(values, previous, inside=False)
-        report = SafetyReport(
-            [n for n, c in zip(names, clamped, strict=True) if c],
-            [n for n, c in zip(names, stepped, strict=True) if c],
-        )
-        return dict(zip(names, goals.tolist(), strict=True)), report
+        measured = index_plan(list(present), names).gather(list(present.values()))
+        goals, report = self.limit_goals(plan.gather(list(targets.values())), measured)
+        return {names[j]: float(goals[j]) for j in plan.dst}, report
 
-    def write_goals(self, goals_rad: Mapping[str, float]) -> dict[int, int]:
-        """Radians -> ticks (inside the calibrated range) -> one sync write."""
-        ticks = {self._ids[n]: self.normalizer.from_radians(n, v) for n, v in goals_rad.items()}
+    def limit_goals(
+        self, target: np.ndarray, present: Optional[Sequence[float]]
+    ) -> tuple[np.ndarray, SafetyReport]:
+        """The device guard on a target vector in the robot's joint order; returns (goals, SafetyReport).
+
+        The device guard (lerobot_core.safety, the one rule): the servo's position range, and at
+        most ``max_step_rad`` from the measured position per cycle. The per-step bound of a policy's
+        commands is the policy node's or the arbiter's (docs/policy.md, Command safety).
+        ``target``: finite rad, NaN for a joint not commanded (its goal stays NaN: not written);
+        ``present``: the measured positions in the same order (None, or NaN for a joint: no step bound).
+        """
+        commanded = ~np.isnan(target)
+        previous = None
+        if self.max_step_rad > 0 and present is not None:
+            previous = np.asarray(present, dtype=np.float64)
+        goals, clamped, stepped = self._limits.limit(target, previous, inside=False)
+        if not commanded.all():
+            goals[~commanded] = np.nan  # fmin/fmax would give an uncommanded joint the previous value
+            clamped &= commanded
+            stepped &= commanded
+        names = self.spec.joint_names
+        report = SafetyReport(
+            [names[j] for j in np.flatnonzero(clamped)] if clamped.any() else [],
+            [names[j] for j in np.flatnonzero(stepped)] if stepped.any() else [],
+        )
+        return goals, report
+
+    def goal_ticks(self, goals: np.ndarray) -> dict[int, int]:
+        """Goals in the robot's joint order (rad; NaN: not written) -> {servo id: ticks} (calibrated range)."""
+        to_ticks, names, ids = self.normalizer.from_radians, self.spec.joint_names, self._motor_ids
+        return {ids[j]: to_ticks(names[j], float(goals[j])) for j in np.flatnonzero(~np.isnan(goals))}
+
+    def write_goal_vector(self, goals: np.ndarray) -> dict[int, int]:
+        """Goals in the robot's joint order (rad; NaN: not written) -> ticks -> one sync write."""
+        ticks = self.goal_ticks(goals)
         self.bus.sync_write("Goal_Position", ticks)
         return ticks
+
+    def write_goals(self, goals_rad: Mapping[str, float]) -> dict[int, int]:
+        """Radians by name -> ticks (inside the calibrated range) -> one sync write."""
+        plan = index_plan(list(goals_rad), self.spec.joint_names)
+        if plan.unknown:
+            raise CommandError(f"unknown joint {plan.unknown[0]!r}; joints of {self.spec.name}")
+        return self.write_goal_vector(plan.gather(list(goals_rad.values())))
 
     def goals_from_vector(self, values: Sequence[float]) -> dict[str, float]:
         if len(values) != len(self.spec.joint_names):

@@ -15,6 +15,7 @@ import time
 from functools import partial
 from typing import Optional
 
+import numpy as np
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
@@ -46,8 +47,10 @@ class MotorBusNode(LifecycleNode):
         self.spec = get_robot_spec(self.cfg.robot, use_degrees=self.cfg.use_degrees)
         self.arm: Optional[ArmBus] = None
         self._lock = threading.Lock()
-        self._target: Optional[dict[str, float]] = None
+        # goal per joint in the robot's order (rad; NaN: never commanded); replaced, never written in place
+        self._target: Optional[np.ndarray] = None
         self._target_time = 0.0
+        self._no_target = np.full(len(self.spec.joint_names), np.nan)
         self._timed_out = False
         self._torque_on = False
         self._thread: Optional[threading.Thread] = None
@@ -271,12 +274,9 @@ class MotorBusNode(LifecycleNode):
             self.get_logger().warning(
                 "joint_trajectory: only the first point is used", throttle_duration_sec=5.0
             )
-        spec = self.spec.joint_names
-        targets = {spec[j]: float(v) for j, v in zip(command.index, command.values, strict=True)}
         with self._lock:
-            merged = dict(self._target or {})
-            merged.update(targets)
-            self._target = merged
+            previous = self._target if self._target is not None else self._no_target
+            self._target = command.onto(previous)  # a new vector: the bus thread's stays as it was
             self._target_time = time.monotonic()
 
     # ------------------------------------------------------------- bus loop
@@ -360,7 +360,7 @@ class MotorBusNode(LifecycleNode):
 
     def _command_step(self, sample: JointSample) -> None:
         with self._lock:
-            target = dict(self._target) if self._target else None
+            target = self._target
             age = time.monotonic() - self._target_time
         if target is None:
             return
@@ -376,12 +376,13 @@ class MotorBusNode(LifecycleNode):
                 self.arm.hold_present()
                 self._torque_on = True
             self.get_logger().info("commands resumed")
-        goals, report = self.arm.safe_goals(target, dict(zip(sample.names, sample.position, strict=False)))
+        # the sample is in the robot's joint order (ArmBus.read), like the target: no names to map
+        goals, report = self.arm.limit_goals(target, sample.position)
         if report.clamped:
             self._stats["clamped"] += 1
         if report.step_limited:
             self._stats["step_limited"] += 1
-        self.arm.write_goals(goals)
+        self.arm.write_goal_vector(goals)
 
     # ------------------------------------------------ leader with active motors
     def _on_torque_enable(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:

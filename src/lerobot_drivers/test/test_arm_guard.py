@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 
 from lerobot_core.robots import get_robot_spec
@@ -47,3 +48,32 @@ def test_from_outside_the_range_the_goal_moves_back_a_step_not_a_jump():
 def test_refusals_name_the_joint(targets, needle):
     with pytest.raises(CommandError, match=needle):
         _arm(0.1).safe_goals(targets, {})
+
+
+def test_the_command_path_maps_names_once_per_layout_and_guards_vectors():
+    """joint_commands -> goals as the motor bus node does it: parse_command maps the names through
+    one cached plan per message layout (a new layout builds one more), the guard works on vectors in
+    the robot's order and gives what the by-name guard gives."""
+    from sensor_msgs.msg import JointState
+
+    from lerobot_core import joint_map
+    from lerobot_core.command import parse_command
+
+    arm = _arm(0.1)
+    names = list(SPEC.joint_names)
+    present = [0.0] * len(names)
+    joint_map._build.cache_clear()
+    target = np.full(len(names), np.nan)
+    for k in range(200):  # a new message each time, as rclpy delivers them
+        msg = JointState(name=names[::-1], position=[0.01 * k] * len(names))
+        target = parse_command(msg, SPEC.joint_names).onto(target)
+        last, report = arm.limit_goals(target, present)
+    assert joint_map.plan_cache_info().misses == 1
+    partial = parse_command(JointState(name=["gripper"], position=[0.05]), SPEC.joint_names)
+    goals, _ = arm.limit_goals(partial.onto(np.full(len(names), np.nan)), present)
+    assert joint_map.plan_cache_info().misses == 2  # a new layout: one more plan
+    assert np.isnan(goals[:-1]).all() and goals[-1] == pytest.approx(0.05)  # only the commanded joint
+    by_name, by_name_report = arm.safe_goals(
+        dict(zip(names, target.tolist(), strict=True)), dict(zip(names, present, strict=True))
+    )
+    assert last.tolist() == [by_name[n] for n in names] and report == by_name_report

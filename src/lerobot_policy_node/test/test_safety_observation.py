@@ -72,6 +72,25 @@ def test_joint_order_mapped_by_name_and_images_converted():
     assert stamps == {"joints": 20 * MS, "observation.images.front": 15 * MS}
 
 
+def test_joint_states_are_mapped_through_one_plan_per_layout():
+    """The policy's observation maps a JointState's names once per layout (lerobot_core.joint_map's
+    cached plan), not per message: many messages of one layout build one plan, a new layout one more."""
+    from sensor_msgs.msg import JointState
+
+    from lerobot_core import joint_map
+
+    b = ObservationBuilder(spec())
+    joint_map._build.cache_clear()
+    for k in range(200):  # a new message each time, as rclpy delivers them
+        msg = JointState(name=["c", "x", "a", "b"], position=[3.0, 9.0, 1.0, float(k)])
+        assert b.push_joints(msg.name, msg.position, (10 + k) * MS)
+    assert joint_map.plan_cache_info().misses == 1
+    assert b._latest.tolist() == [1.0, 199.0, 3.0]
+    msg = JointState(name=["a", "b", "c"], position=[0.5, 0.6, 0.7])
+    b.push_joints(msg.name, msg.position, 300 * MS)
+    assert joint_map.plan_cache_info().misses == 2 and b._latest.tolist() == [0.5, 0.6, 0.7]
+
+
 def test_stale_stream_is_reported():
     b = ObservationBuilder(spec())
     b.push_joints(["a", "b", "c"], [0, 0, 0], 0)

@@ -40,6 +40,7 @@ from std_msgs.msg import Header
 from std_srvs.srv import Trigger
 
 from lerobot_core.contract import Contract, ContractError
+from lerobot_core.contract.schema import IMAGE_TYPES
 from lerobot_core.ros import qos
 from lerobot_core.ros.device import message_class
 from lerobot_core.ros.node import publish_unless_shut_down, run_node
@@ -47,6 +48,7 @@ from lerobot_core.time import NS_PER_S, ns_to_stamp
 from lerobot_msgs.action import RecordEpisode
 from lerobot_msgs.msg import EpisodeInfo, RecorderStatus
 from lerobot_msgs.srv import StartEpisode
+from lerobot_recorder import bag_io
 from lerobot_recorder.episode_control import EpisodeError, State
 from lerobot_recorder.live_recorder import LiveRecorder, NoMessageYetError, RecorderError
 from lerobot_recorder.recorder_params import RecorderNodeConfig, declare_parameters, read_config
@@ -59,6 +61,21 @@ QOS_TICK_ACK = qos.RELIABLE
 QOS_STATUS = qos.LATCHED
 QOS_IMAGES = qos.SENSOR
 QOS_RELIABLE = qos.RECORDED
+
+
+def decode_message(data: bytes, msgtype: str, cls):
+    """A serialized message (what a raw subscription delivers) -> the message the worker extracts from.
+
+    An image decodes through rosbags into read-only views of ``data``: ``bytes`` never change, so
+    ``image_msg_to_array`` shares them and the pixels reach the encoder's own pass (its I420
+    conversion) without a copy. The one copy they have had is rclpy's, from its serialized-message
+    buffer (freed after the take) into ``data``. rclpy's ``deserialize_message`` would copy them twice
+    more (into a C message, then into an ``array.array``) and the conversion once again (an
+    ``array.array`` can be written to, so it is not shared). Other types go through rclpy.
+    """
+    if msgtype in IMAGE_TYPES:
+        return bag_io.deserialize(data, msgtype)
+    return deserialize_message(data, cls)
 
 
 class RecorderNode(RecorderRequests, LifecycleNode):
@@ -139,6 +156,7 @@ class RecorderNode(RecorderRequests, LifecycleNode):
         self.cfg = cfg
         self.recorder = recorder
         self._types = {t: message_class(s.msgtype) for t, s in recorder.contract.streams.items()}
+        self._msgtypes = {t: s.msgtype for t, s in recorder.contract.streams.items()}
         if cfg.live.episode_boundaries == "sim":
             info_topic = cfg.live.episode_info_topic
             self._types[info_topic] = EpisodeInfo
@@ -270,7 +288,7 @@ class RecorderNode(RecorderRequests, LifecycleNode):
             rec.ingest(topic, data, self.get_clock().now().nanoseconds)
 
     def _decode(self, topic: str, data: bytes):
-        return deserialize_message(data, self._types[topic])
+        return decode_message(data, self._msgtypes.get(topic, ""), self._types[topic])
 
     # ------------------------------------------------------------------ status
     def _status_tick(self) -> None:

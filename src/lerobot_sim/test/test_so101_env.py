@@ -74,6 +74,33 @@ def test_same_seed_same_trajectory_and_images():
         env.close()
 
 
+def test_an_observation_holds_the_rendered_frame_itself_and_keeps_it():
+    """The camera frame of an observation is the renderer's own output (not a copy of it), and a later
+    render does not change a frame the caller keeps."""
+    env = gym.make(SO101_CUBE_ID, cameras=("front",), image_height=48, image_width=64)
+    try:
+        obs, _ = env.reset(seed=5)
+        renderer = env.unwrapped._renderer
+        rendered, render = [], renderer.render
+
+        def recording_render(*args, **kwargs):  # the real render, its result noted
+            rendered.append(render(*args, **kwargs))
+            return rendered[-1]
+
+        renderer.render = recording_render
+        kept = []
+        for _ in range(5):
+            obs, *_ = env.step(np.full(6, 0.3))
+            kept.append((obs["pixels"]["front"], obs["pixels"]["front"].copy()))
+        assert len(rendered) == 5
+        for (frame, snapshot), out in zip(kept, rendered, strict=True):
+            assert np.shares_memory(frame, out)  # no copy between the renderer and the observation
+            assert np.array_equal(frame, snapshot)  # and no later render wrote into it
+        assert not np.array_equal(kept[0][1], kept[-1][1])  # the arm moved: the frames differ
+    finally:
+        env.close()
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2, 3, 4, 5])
 def test_scripted_expert_lifts_the_cube_and_terminates(state_env, seed):
     trace, info, term, trunc, n = _rollout(state_env, ScriptedExpert(), seed)

@@ -196,7 +196,9 @@ class SO101CubeEnv(gym.Env):
         if self._renderer is None:
             self._renderer = mujoco.Renderer(self.model, self.image_height, self.image_width)
         self._renderer.update_scene(self.data, camera=camera)
-        return self._renderer.render().copy()
+        # render() fills a new array on every call (mujoco.Renderer, no ``out``): the observation owns
+        # it, and the next render cannot change it, so it is not copied again
+        return self._renderer.render()
 
     def _observation(self) -> dict[str, Any]:
         obs: dict[str, Any] = {}
