@@ -80,9 +80,7 @@ BAD_NUMBERS = [
 
 @pytest.mark.parametrize("cmd,flag,why", BAD_NUMBERS, ids=[f"{c[0]} {f}" for c, f, _ in BAD_NUMBERS])
 def test_a_bad_number_is_refused_before_any_work_naming_the_flag(cmd, flag, why, tmp_path):
-    res = subprocess.run(["true"])
-    os.chdir(tmp_path)
-    res = _run(*cmd)
+    res = _run(*cmd, cwd=tmp_path)
     assert res.returncode == 2, res.stderr
     assert f"argument {flag}" in res.stderr and why in res.stderr, res.stderr
     assert "Traceback" not in res.stderr

@@ -58,3 +58,43 @@ def test_asked_for_outside_the_checkout_it_isolates_the_run(tmp_path):
 def test_this_checkout_is_this_project():
     assert in_this_project(__import__("pathlib").Path(__file__).resolve().parent)
     assert 110 <= int(os.environ["ROS_DOMAIN_ID"]) < 200  # this run: the plugin gave it a domain
+
+
+CHDIR = """
+import os
+def test_leaves_it(tmp_path):
+    os.chdir(tmp_path)
+def test_restores_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+def test_after():
+    print("CWD", os.getcwd())
+"""
+
+
+def test_a_test_that_leaves_the_working_directory_changed_is_an_error_and_it_is_put_back(tmp_path):
+    (tmp_path / "test_chdir.py").write_text(CHDIR)
+    env = dict(os.environ, LEROBOT_ROS_TEST_PLUGIN="1")
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-s",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(tmp_path),
+            str(tmp_path),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert (
+        "1 error" in out.stdout and "test_chdir.py::test_leaves_it left the working directory" in out.stdout
+    )
+    assert "ERROR at teardown of test_restores_it" not in out.stdout
+    assert f"CWD {tmp_path}" in out.stdout  # the next test runs where the run started

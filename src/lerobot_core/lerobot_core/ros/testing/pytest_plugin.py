@@ -102,6 +102,36 @@ def _module_ros_domain():
     yield
 
 
+_CWD = pytest.StashKey[str]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    if _active:
+        item.stash[_CWD] = os.getcwd()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item):
+    """A test that leaves the working directory changed is an error (the directory is put back). The run's
+    processes inherit it: a passed test's tmp_path is removed (tmp_path_retention_policy), and every
+    process started afterwards ran in a deleted folder (torch's MKL then cannot load libtorch_cpu.so)."""
+    before = item.stash.get(_CWD, None)
+    result = yield
+    if _active and before is not None:
+        try:
+            now = os.getcwd()
+        except FileNotFoundError:
+            now = "(a removed folder)"
+        if now != before:
+            os.chdir(before)
+            raise RuntimeError(
+                f"{item.nodeid} left the working directory at {now} (was {before}): use monkeypatch.chdir, "
+                "or give the subprocess cwd="
+            )
+    return result
+
+
 def pytest_report_header(config):
     if not _active:
         return None
