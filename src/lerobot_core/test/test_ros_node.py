@@ -33,6 +33,16 @@ def test_an_error_raised_once_the_context_is_down_is_the_shutdown(context):
         raise RuntimeError("Unable to convert call argument '0' to Python object")
 
 
+def test_an_error_raised_while_the_shutdown_is_in_flight_is_the_shutdown(context):
+    # rclpy 7 (Jazzy): the take fails while the signal thread is still shutting the context down
+    import threading
+
+    threading.Timer(0.1, context.shutdown).start()
+    with until_shutdown(context):
+        raise RuntimeError("Unable to convert call argument '0' to Python object")
+    assert not context.ok()
+
+
 def test_system_exit_is_not_swallowed_even_during_shutdown(context):
     context.shutdown()
     with pytest.raises(SystemExit), until_shutdown(context):

@@ -28,7 +28,10 @@ def until_shutdown(context=None) -> Iterator[None]:
     rclpy's signal handler shuts the context down the moment the signal arrives, so a take or wait
     the executor is in can fail with some other error (e.g. a RuntimeError from the bindings) before
     the KeyboardInterrupt is raised. An error raised once the context is down is that race: the
-    process was stopping, and it must still leave through its safe state with exit code 0.
+    process was stopping, and it must still leave through its safe state with exit code 0. The error
+    can also come a moment before the context is down (rclpy 7, Jazzy: the scripted expert's take
+    failed with "Unable to convert call argument '0' to Python object" while the signal thread was
+    still shutting the context down), so an error first waits up to ``SHUTDOWN_RACE_S`` for it.
 
     Nothing may be torn down before rclpy's signal thread is done with the signal (see
     :func:`wait_for_signal_thread`): after a KeyboardInterrupt this waits for it before returning.
@@ -40,8 +43,21 @@ def until_shutdown(context=None) -> Iterator[None]:
     except ExternalShutdownException:
         pass
     except Exception:
-        if (context if context is not None else get_default_context()).ok():
+        if not _goes_down(context if context is not None else get_default_context(), SHUTDOWN_RACE_S):
             raise
+
+
+SHUTDOWN_RACE_S = 0.5  # how long an error in a spin waits for a shutdown in flight (a real error: this late)
+
+
+def _goes_down(context, timeout_s: float) -> bool:
+    """True once `context` is shut down, within `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while context.ok():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.002)
+    return True
 
 
 def wait_for_signal_thread(context=None, timeout_s: float = 1.0) -> bool:
