@@ -14,15 +14,9 @@ def test_env():
 """
 
 
-def _domain_seen(tmp_path, **env):
-    (tmp_path / "test_probe.py").write_text(PROBE)
-    run_env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("ROS_AUTOMATIC_DISCOVERY_RANGE", "LEROBOT_ROS_TEST_PLUGIN")
-    }
-    run_env.update(ROS_DOMAIN_ID="7", **env)
-    out = subprocess.run(
+def _pytest_in(folder, env) -> subprocess.CompletedProcess:
+    """A pytest run of the tests in `folder`, rooted there, with `env`."""
+    return subprocess.run(
         [
             sys.executable,
             "-m",
@@ -32,15 +26,26 @@ def _domain_seen(tmp_path, **env):
             "-p",
             "no:cacheprovider",
             "--rootdir",
-            str(tmp_path),
-            str(tmp_path),
+            str(folder),
+            str(folder),
         ],
-        cwd=tmp_path,
-        env=run_env,
+        cwd=folder,
+        env=env,
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def _domain_seen(tmp_path, **env):
+    (tmp_path / "test_probe.py").write_text(PROBE)
+    run_env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("ROS_AUTOMATIC_DISCOVERY_RANGE", "LEROBOT_ROS_TEST_PLUGIN")
+    }
+    run_env.update(ROS_DOMAIN_ID="7", **env)
+    out = _pytest_in(tmp_path, run_env)
     assert out.returncode == 0, out.stdout + out.stderr
     return next(line.split()[1:] for line in out.stdout.splitlines() if line.startswith("DOMAIN"))
 
@@ -73,25 +78,7 @@ def test_after():
 
 def test_a_test_that_leaves_the_working_directory_changed_is_an_error_and_it_is_put_back(tmp_path):
     (tmp_path / "test_chdir.py").write_text(CHDIR)
-    env = dict(os.environ, LEROBOT_ROS_TEST_PLUGIN="1")
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-s",
-            "-p",
-            "no:cacheprovider",
-            "--rootdir",
-            str(tmp_path),
-            str(tmp_path),
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    out = _pytest_in(tmp_path, dict(os.environ, LEROBOT_ROS_TEST_PLUGIN="1"))
     assert out.returncode == 1, out.stdout + out.stderr
     assert (
         "1 error" in out.stdout and "test_chdir.py::test_leaves_it left the working directory" in out.stdout

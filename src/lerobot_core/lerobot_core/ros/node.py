@@ -56,7 +56,7 @@ def _goes_down(context, timeout_s: float) -> bool:
     while context.ok():
         if time.monotonic() > deadline:
             return False
-        time.sleep(0.002)
+        time.sleep(0.001)
     return True
 
 
@@ -73,13 +73,7 @@ def wait_for_signal_thread(context=None, timeout_s: float = 1.0) -> bool:
     """
     if get_current_signal_handlers_options() not in (SignalHandlerOptions.ALL, SignalHandlerOptions.SIGINT):
         return True  # no rclpy SIGINT handler: a KeyboardInterrupt is Python's alone
-    context = context if context is not None else get_default_context()
-    deadline = time.monotonic() + timeout_s
-    while context.ok():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.001)
-    return True
+    return _goes_down(context if context is not None else get_default_context(), timeout_s)
 
 
 def dump_stacks_on_sigterm() -> None:
