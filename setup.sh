@@ -121,12 +121,39 @@ BUILD_CMD=("$VENV/bin/python" -m colcon --log-base "$LOG_BASE" build --build-bas
 if [ "$PLAN" = 1 ]; then
   echo "setup.sh: plan: distro $DISTRO, build $BUILD_BASE, install $INSTALL_BASE"
   echo "setup.sh: plan: venv $VENV${SYSTEM_ROS:+ (--system-site-packages: rclpy and numpy of the distro)}"
-  echo "setup.sh: plan: pip install ${REQ_ARGS[*]}, then $CV2_PIN"
+  echo "setup.sh: plan: pip install ${REQ_ARGS[*]}, then $CV2_PIN, then requirements-metaworld.txt (metaworld --no-deps)"
   echo "setup.sh: plan: ${BUILD_CMD[*]}"
   exit 0
 fi
 PIN_HASH=$( { echo "$PYVER $SYSTEM_ROS"; cat "$REQ"; [ -n "$SYSTEM_ROS" ] || cat "$LR_WHEELS"; [ -z "$SYSTEM_ROS" ] || cat "$REQ_SYS"; } | sha256sum | cut -c1-16)
 STAMP="$VENV/.lerobot_ros_pins"
+PIPLOG="$VENV/pip-install.log"
+pip_install() {
+  lr_pip_tmp
+  trap lr_pip_tmp_done EXIT
+  if ! TMPDIR="$PIP_TMP" "$VENV/bin/python" -m pip install --disable-pip-version-check "$@" >>"$PIPLOG" 2>&1; then
+    lr_pip_tmp_done
+    echo "----- last lines of $PIPLOG -----" >&2; tail -25 "$PIPLOG" >&2
+    if grep -qiE 'Could not fetch URL|Failed to establish a new connection|Temporary failure in name resolution|No matching distribution found|ProxyError|Network is unreachable' "$PIPLOG"; then
+      die "pip could not get packages from the package index. Check the network / proxy (PIP_INDEX_URL, HTTPS_PROXY) and re-run ./setup.sh; nothing else was changed."
+    fi
+    grep -q 'No space left on device' "$PIPLOG" && df -h "$VENV" "${TMPDIR:-/tmp}" >&2
+    die "pip install failed (full log: $PIPLOG). Fix the cause and re-run ./setup.sh."
+  fi
+  lr_pip_tmp_done
+}
+# pip check, less the conflicts accepted on purpose: metaworld's metadata pins mujoco==3.3.0, and it runs
+# with the stack's mujoco 3.8.1 (installed --no-deps, step 1b; docs/sim.md). LIBERO, when
+# scripts/install-libero.sh put it here with --no-deps, lacks the requirements of its training scripts
+# (robomimic, transformers, opencv-python, ...; docs/sim.md 4b). Anything else fails setup.
+pip_check() {
+  local out
+  out=$("$VENV/bin/python" -m pip check 2>&1) && return 0
+  out=$(printf '%s\n' "$out" | grep -vE '^metaworld [^ ]+ has requirement mujoco==|^(hf-libero|robosuite|bddl) [^ ]+ (requires|has requirement) ' || true)
+  [ -z "$out" ] && return 0
+  printf '%s\n' "$out" >&2
+  die "the venv has broken requirements (above)"
+}
 if [ "$FORCE" = 1 ] || [ ! -x "$VENV/bin/python" ] || [ "$(cat "$STAMP" 2>/dev/null)" != "$PIN_HASH" ]; then
   T=$(now)
   if [ ! -x "$VENV/bin/python" ]; then
@@ -134,21 +161,6 @@ if [ "$FORCE" = 1 ] || [ ! -x "$VENV/bin/python" ] || [ "$(cat "$STAMP" 2>/dev/n
     else "$PY" -m venv "$VENV" || die "could not create venv at $VENV (is the python venv module installed?)"; fi
   fi
   rm -f "$STAMP"
-  PIPLOG="$VENV/pip-install.log"
-  pip_install() {
-    lr_pip_tmp
-    trap lr_pip_tmp_done EXIT
-    if ! TMPDIR="$PIP_TMP" "$VENV/bin/python" -m pip install --disable-pip-version-check "$@" >>"$PIPLOG" 2>&1; then
-      lr_pip_tmp_done
-      echo "----- last lines of $PIPLOG -----" >&2; tail -25 "$PIPLOG" >&2
-      if grep -qiE 'Could not fetch URL|Failed to establish a new connection|Temporary failure in name resolution|No matching distribution found|ProxyError|Network is unreachable' "$PIPLOG"; then
-        die "pip could not get packages from the package index. Check the network / proxy (PIP_INDEX_URL, HTTPS_PROXY) and re-run ./setup.sh; nothing else was changed."
-      fi
-      grep -q 'No space left on device' "$PIPLOG" && df -h "$VENV" "${TMPDIR:-/tmp}" >&2
-      die "pip install failed (full log: $PIPLOG). Fix the cause and re-run ./setup.sh."
-    fi
-    lr_pip_tmp_done
-  }
   : >"$PIPLOG"
   # torch's CUDA build (Python 3.12: 4.7 GB) as hard links from a venv on this disk that holds the pinned version
   # (LeRobot 0.6.1's side venv holds Jazzy's), so that pip neither downloads nor unpacks it again
@@ -182,11 +194,25 @@ print(f"setup.sh: cmake path rewrite: {changed} file(s) changed" + (f", still re
 sys.exit(1 if left else 0)
 PYEOF
   fi
-  "$VENV/bin/python" -m pip check >/dev/null 2>&1 || { "$VENV/bin/python" -m pip check >&2 || true; die "the venv has broken requirements (above)"; }
+  pip_check
   [ -n "$SYSTEM_ROS" ] || check_rclpy
   echo "$PIN_HASH" >"$STAMP"
 else
   echo "setup.sh: packages up to date (stamp $PIN_HASH)"
+fi
+# 1b. Meta-World beside the pinned set (requirements-metaworld.txt says why --no-deps). Outside the stamp on
+# purpose: a venv set up before it gets it on its next run without reinstalling the rest.
+MW_REQ="$ROOT/requirements-metaworld.txt"
+MW_PIN=$(grep -oE '^metaworld==[^ ]+' "$MW_REQ") || die "$MW_REQ pins no metaworld"
+if ! "$VENV/bin/python" -c 'import importlib.metadata as m, sys; sys.exit(m.version("metaworld") != sys.argv[1])' \
+    "${MW_PIN#metaworld==}" 2>/dev/null; then
+  T=$(now)
+  echo "setup.sh: installing $MW_PIN (--no-deps) and its other requirements where missing (log: $PIPLOG) ..."
+  pip_install --no-deps "$MW_PIN"
+  # shellcheck disable=SC2046
+  pip_install $(grep -vE '^[[:space:]]*(#|$)|^metaworld==' "$MW_REQ")
+  pip_check
+  echo "setup.sh: $MW_PIN installed in $(elapsed "$T") s"
 fi
 
 # ---------------------------------------------------------------------------------------------
@@ -197,15 +223,16 @@ flock 9
 # shellcheck disable=SC1091
 set +u; LEROBOT_ROS_VENV="$VENV" LEROBOT_ROS_DISTRO="$DISTRO" source "$ROOT/env.sh" --no-workspace; set -u
 BUILD_INPUTS=$(cd "$ROOT" && { ls package.xml CMakeLists.txt colcon.meta colcon_defaults.yaml 2>/dev/null;
-  find src -type f \( -name package.xml -o -name setup.py -o -name setup.cfg -o -name CMakeLists.txt \
+  find src -type f \( -name package.xml -o -name setup.py -o -name ament_setup.py -o -name setup.cfg -o -name CMakeLists.txt \
     -o -path '*/msg/*' -o -path '*/srv/*' -o -path '*/action/*' -o -path '*/resource/*' \
     -o -path '*/launch/*' -o -path '*/config/*' -o -path '*/profiles/*' -o -path '*/urdf/*' -o -path '*/rviz/*' \
     -o -path '*/mjcf/*' -o -path '*/bin/*' \) -not -path '*/__pycache__/*' | LC_ALL=C sort; })
 BUILD_HASH=$( { echo "$PIN_HASH"; cd "$ROOT" && echo "$BUILD_INPUTS" | xargs sha256sum; } | sha256sum | cut -c1-16)
 BSTAMP="$INSTALL_BASE/.lerobot_ros_build"
-# what a package installs besides its modules: its packaging files and its bin/ commands
+# what a package installs besides its modules: its packaging files (with the setup() every setup.py
+# shares, src/lerobot_core/ament_setup.py) and its bin/ commands
 packaging_hash() {
-  (cd "$1" && { ls bin 2>/dev/null || true; cat setup.py setup.cfg package.xml 2>/dev/null || true; } | sha256sum | cut -c1-16)
+  (cd "$1" && { ls bin 2>/dev/null || true; cat setup.py setup.cfg package.xml "$ROOT/src/lerobot_core/ament_setup.py" 2>/dev/null || true; } | sha256sum | cut -c1-16)
 }
 declare -A PACKAGING  # package name -> packaging_hash, for every package of src/
 MISSING=0  # a package of src/ not installed (its install folder removed by hand, say)

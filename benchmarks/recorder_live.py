@@ -22,8 +22,8 @@ input: decode, the contract's image check and conversion (``decode_image``, what
 calls), and the encoder's own pass (RGB -> I420 into a recycled buffer, ``CameraEncoder.put``).
 Three ways, interleaved round by round on the same frames: rclpy's ``deserialize_message`` (the
 recorder's decoder up to the change that brought ``decode_message``), the recorder's decoder
-(``recorder_node.decode_message``), and the floor: the I420 conversion of a numpy view of the same
-bytes (bare numpy + OpenCV, no decoding at all). All three must hand the encoder the same bits.
+(``lerobot_core.ros.serialized.decode_message``, which the policy node's camera subscriptions use too), and the
+floor: the I420 conversion of a numpy view of the same bytes (bare numpy + OpenCV, no decoding at all). All three must hand the encoder the same bits.
 """
 
 from __future__ import annotations
@@ -185,8 +185,8 @@ def hot_path(rounds: int, frames: int = 30) -> None:
     from lerobot_core.contract.extraction import decode_image
     from lerobot_core.contract.schema import IMAGE
     from lerobot_core.image_conversion import fill_image_msg
+    from lerobot_core.ros.serialized import decode_message
     from lerobot_dataset.video import rgb_to_yuv420p
-    from lerobot_recorder import recorder_node
 
     h, w = 480, 640
     src = Contract.from_dict(CONTRACT).images["observation.images.front"]
@@ -198,9 +198,7 @@ def hot_path(rounds: int, frames: int = 30) -> None:
     out = np.empty((h * 3 // 2, w), np.uint8)
     ways = {
         "rclpy deserialize_message (before)": lambda d: decode_image(src, deserialize_message(d, Image)),
-        "recorder decode_message (now)": lambda d: decode_image(
-            src, recorder_node.decode_message(d, IMAGE, Image)
-        ),
+        "recorder decode_message (now)": lambda d: decode_image(src, decode_message(d, IMAGE, Image)),
         "floor: numpy view + I420": lambda d: np.frombuffer(d, np.uint8, size, len(d) - size).reshape(
             h, w, 3
         ),

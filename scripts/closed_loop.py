@@ -13,6 +13,10 @@
 3. evaluates every saved checkpoint (the learning curve), the scripted expert and a random policy with
    `lerobot-sim-eval` through ROS (lockstep) on the same --eval-seed.. seeds, never used for demos;
 4. writes <out>/metrics.json and prints #demos, training time and pc_success of each policy.
+
+With --env metaworld --task TASK (e.g. reach-v3) the same loop runs on a Meta-World task: demos of its
+scripted policy recorded with `lerobot-launch record_sim_metaworld` (hand state + Meta-World's 39-value
+observation, no camera), and `lerobot-sim-eval --env metaworld --tasks TASK` for every policy.
 """
 
 from __future__ import annotations
@@ -35,6 +39,9 @@ DEFAULT_LEROBOT_PYTHON = os.path.join(
     "bin",
     "python",
 )
+# the recording profile of each env and the first demo's longest length [s sim time]
+RECORD_PROFILE = {"so101_cube": "record_sim_so101", "metaworld": "record_sim_metaworld"}
+EPISODE_TIME = {"so101_cube": 12.0, "metaworld": 7.0}  # the sims end theirs by 300 steps / 500 steps (80 Hz)
 NORMALIZATION = {"VISUAL": "MEAN_STD", "STATE": "MEAN_STD", "ENV": "MEAN_STD", "ACTION": "MEAN_STD"}
 
 
@@ -94,16 +101,21 @@ def train_log(log: Path) -> list[str]:
 
 def evaluate(policy: str, args, out: Path, name: str) -> dict:
     path = out / f"eval_{name}.json"
-    cmd = ["lerobot-sim-eval", "--env", "so101_cube", "--episodes", str(args.eval_episodes)]
+    env = getattr(args, "env", "so101_cube")
+    cmd = ["lerobot-sim-eval", "--env", env, "--episodes", str(args.eval_episodes)]
     cmd += ["--policy", policy, "--output", str(path), "--seed", str(args.eval_seed)]
-    if args.observation == "env_state":
+    if env == "metaworld":
+        # the evaluator renders Meta-World's camera whatever the policy reads: the smallest image costs least
+        cmd += ["--tasks", args.task, "--image-size", "32", "32"]
+    elif args.observation == "env_state":
         cmd += ["--cameras"]  # none rendered: the policies read joints and the cube pose
     else:
         cmd += ["--image-size", str(args.image_size[0]), str(args.image_size[1])]
     if args.max_steps:
         cmd += ["--max-steps", str(args.max_steps)]
     took = run(cmd, out / f"eval_{name}.log")
-    agg = json.loads(path.read_text())["aggregated"]
+    doc = json.loads(path.read_text())
+    agg = doc["overall"] if "overall" in doc else doc["aggregated"]  # multi-task layout (metaworld) or not
     print(f"  {name}: pc_success {agg['pc_success']:.1f} ({took:.0f} s)", flush=True)
     return {"policy": policy, "pc_success": agg["pc_success"], "avg_max_reward": agg["avg_max_reward"]}
 
@@ -141,12 +153,24 @@ def main() -> int:
         default=ROOT / "outputs" / "closed_loop",
         help="folder for everything the run makes",
     )
+    ap.add_argument(
+        "--env",
+        choices=tuple(RECORD_PROFILE),
+        default="so101_cube",
+        help="so101_cube: the simulated SO-101 lifting a cube; metaworld: one Meta-World task (--task)",
+    )
+    ap.add_argument(
+        "--task",
+        default="reach-v3",
+        help="--env metaworld: the Meta-World task (one of its 50 v3 tasks, e.g. button-press-topdown-v3)",
+    )
     ap.add_argument("--demos", type=cli.positive_int, default=20, help="recorded scripted-expert episodes")
     ap.add_argument(
         "--episode-time",
         type=cli.positive_float,
-        default=12.0,
-        help="longest demo [s sim time] (a demo is one sim episode; the sim ends its own by 300 steps = 10 s)",
+        default=None,
+        help="longest demo [s sim time] (a demo is one sim episode; default: 12 for so101_cube, whose sim ends "
+        "its own by 300 steps = 10 s; 7 for metaworld, 500 steps at 80 Hz)",
     )
     ap.add_argument(
         "--observation",
@@ -193,6 +217,19 @@ def main() -> int:
     add_train_eval_arguments(ap)
     ap.add_argument("--keep", action="store_true", help="reuse an existing dataset / training in --out")
     args = ap.parse_args()
+    if args.env == "metaworld":
+        if args.observation != "env_state":
+            ap.error("--env metaworld records state only: --observation env_state")
+        try:
+            from lerobot_sim.envs.metaworld import task_names
+
+            names = task_names()
+        except ImportError as exc:
+            ap.error(f"--env metaworld needs the metaworld package ({exc}); ./setup.sh installs it")
+        if args.task not in names:
+            ap.error(f"--task {args.task!r} is not a Meta-World task; tasks: {', '.join(names)}")
+    if args.episode_time is None:
+        args.episode_time = EPISODE_TIME[args.env]
     if args.threads < 0:
         args.threads = 1 if args.observation == "env_state" else 0
     out = args.out.absolute()
@@ -205,22 +242,15 @@ def main() -> int:
     # 1. record through ROS, lockstep
     if not (dataset / "meta" / "info.json").exists():
         h, w = args.image_size
-        rec_s = run(
-            [
-                "lerobot-launch",
-                "record_sim_so101",
-                f"dataset_root:={dataset}",
-                f"num_episodes:={args.demos}",
-                f"episode_time_s:={args.episode_time}",
-                "reset_time_s:=0.0",
-                *(
-                    ["contract:=so101_sim_env_state_contract", "cameras:=['']"]
-                    if args.observation == "env_state"
-                    else [f"image_height:={h}", f"image_width:={w}"]
-                ),
-            ],
-            out / "record.log",
-        )
+        cmd = ["lerobot-launch", RECORD_PROFILE[args.env], f"dataset_root:={dataset}"]
+        cmd += [f"num_episodes:={args.demos}", f"episode_time_s:={args.episode_time}"]
+        if args.env == "metaworld":
+            cmd += [f"task:={args.task}"]  # state only: its contract has no camera
+        elif args.observation == "env_state":
+            cmd += ["reset_time_s:=0.0", "contract:=so101_sim_env_state_contract", "cameras:=['']"]
+        else:
+            cmd += ["reset_time_s:=0.0", f"image_height:={h}", f"image_width:={w}"]
+        rec_s = run(cmd, out / "record.log")
         metrics["record_s"] = rec_s
     info = json.loads((dataset / "meta" / "info.json").read_text())
     metrics["demos"] = info["total_episodes"]
@@ -247,7 +277,14 @@ def main() -> int:
         policy += ["--policy.n_encoder_layers=2", "--policy.n_decoder_layers=1"]
         policy += [f"--policy.use_vae={str(args.vae).lower()}", f"--policy.optimizer_lr={args.lr}"]
         policy += [f"--policy.optimizer_lr_backbone={args.lr}"]
-        metrics["train_s"] = train(args, dataset, "local/closed_loop", policy, train_dir, out / "train.log")
+        metrics["train_s"] = train(
+            args,
+            dataset,
+            "local/closed_loop" if args.env == "so101_cube" else f"local/closed_loop_{args.task}",
+            policy,
+            train_dir,
+            out / "train.log",
+        )
     metrics["train_log"] = train_log(out / "train.log")
     print(f"training: {args.steps} steps in {metrics.get('train_s', float('nan')):.0f} s", flush=True)
 

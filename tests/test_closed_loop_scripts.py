@@ -125,3 +125,56 @@ def test_dagger_round_adds_hil_episodes_and_fine_tunes(closed_loop, tmp_path):
     assert hg["eval"]["v0"] == metrics["eval"]["v0"] and "reused" in res.stdout
     assert (tmp_path / "dagger" / "eval_v1_interventions.json").exists()
     assert json.loads((tmp_path / "dagger" / "metrics.json").read_text()) == metrics  # "all" untouched
+
+
+def test_closed_loop_on_a_metaworld_task(tmp_path):
+    """--env metaworld: demos of reach-v3's scripted policy recorded through ROS (record_sim_metaworld),
+    ACT trained by lerobot-train on them (state only), and every policy evaluated by lerobot-sim-eval
+    --env metaworld on the unseen seed 1000."""
+    pytest.importorskip(
+        "metaworld", reason="metaworld is installed by ./setup.sh; this venv was set up without it"
+    )
+    out = tmp_path / "run"
+    res = _run(
+        [
+            "scripts/closed_loop.py",
+            *("--env", "metaworld", "--task", "reach-v3", "--demos", "2", "--steps", "2", "--save-freq", "2"),
+            *("--eval-episodes", "1", "--max-steps", "20", "--num-workers", "0", "--out", str(out)),
+        ],
+        timeout=600,
+    )
+    metrics = json.loads((out / "metrics.json").read_text())
+    info = json.loads((out / "dataset" / "meta" / "info.json").read_text())
+    assert metrics["demos"] == info["total_episodes"] == 2 and metrics["record_dropped_ticks"] == 0
+    assert info["fps"] == 80
+    assert {
+        k: f["shape"] for k, f in info["features"].items() if k.startswith(("observation", "action"))
+    } == {
+        "observation.state": [4],
+        "observation.environment_state": [39],
+        "action": [4],
+    }
+    config = json.loads(
+        (out / "train" / "checkpoints" / "last" / "pretrained_model" / "config.json").read_text()
+    )
+    assert config["input_features"]["observation.environment_state"]["shape"] == [39]
+    assert set(metrics["eval"]) == {"act_step_2", "scripted", "random"}
+    evaluated = json.loads((out / "eval_act_000002.json").read_text())
+    assert evaluated["meta"]["env"] == "metaworld" and evaluated["meta"]["tasks"] == "reach-v3"
+    assert [e["seed"] for e in evaluated["overall"]["per_episode"]] == [1000]
+    assert "pc_success on seeds 1000..1000:" in res.stdout
+
+
+def test_closed_loop_refuses_a_bad_metaworld_task():
+    pytest.importorskip(
+        "metaworld", reason="metaworld is installed by ./setup.sh; this venv was set up without it"
+    )
+    res = subprocess.run(
+        [sys.executable, "scripts/closed_loop.py", "--env", "metaworld", "--task", "reach-v9"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    assert "--task 'reach-v9' is not a Meta-World task; tasks: " in res.stderr and "reach-v3" in res.stderr

@@ -402,9 +402,11 @@ def test_robot_plugin_on_the_sim(side, sim, tmp_path):
     assert out["not_connected_error"] and out["disconnect_twice_error"]
     assert out["obs"]["front"] == [240, 320, 3] and out["obs_image_mean"] > 5  # a rendered image, not zeros
     step = out["max_step"]
-    # the first command moves at most one step from the measured position (the safety filter's anchor)
+    # the first command moves at most one step from the measured position (the safety filter's anchor).
+    # The anchor is the newest joint_states sample when send_action runs, which can be one sample after
+    # `start`: the realtime sim's arm still settles by a few micro-radians per step (CI saw 1.8e-6)
     assert out["first_sent"]["elbow_flex.pos"] == pytest.approx(
-        out["start"]["elbow_flex.pos"] - step, abs=1e-6
+        out["start"]["elbow_flex.pos"] - step, abs=1e-4
     )
     # out-of-range targets are clamped to the joint limit, and what was sent is what send_action returns
     assert out["last_sent"]["wrist_roll.pos"] <= out["wrist_roll_upper"] + 1e-9

@@ -16,6 +16,7 @@ FILES = [
     "requirements-ros-wheels.txt",
     "requirements-ros-wheels-jazzy.txt",
     "requirements-system-ros.txt",
+    "requirements-metaworld.txt",
     "colcon_defaults.yaml",
     "scripts/distro.sh",
     "scripts/venv_link.py",

@@ -1,48 +1,13 @@
-import os
-from glob import glob
+import sys
+from pathlib import Path
 
-from setuptools import find_packages, setup
+# the packaging every package of the workspace shares: src/lerobot_core/ament_setup.py
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lerobot_core"))
+from ament_setup import ament_python_package
 
-package_name = "lerobot_runtime"
-
-
-def share_tree(*folders):
-    """Install every file under the given folders to share/<pkg>/<same relative path>."""
-    entries = {}
-    for folder in folders:
-        for path in glob(os.path.join(folder, "**", "*"), recursive=True):
-            if os.path.isfile(path) and "__pycache__" not in path:
-                entries.setdefault(os.path.join("share", package_name, os.path.dirname(path)), []).append(
-                    path
-                )
-    return sorted(entries.items())
-
-
-with open("package.xml") as f:
-    DESCRIPTION = f.read().split("<description>")[1].split("</description>")[0]
-
-setup(
-    name=package_name,
-    version="0.1.0",
-    packages=find_packages(exclude=["test", "test.*"]),
-    data_files=[
-        ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
-        ("share/" + package_name, ["package.xml"] + glob("README.md")),
-        ("bin", sorted(glob("bin/*"))),  # lerobot-policy-predict by name from install/setup.bash
-        *share_tree(
-            "test/fixtures"
-        ),  # the test checkpoints: the node's, the sim's and bringup's tests use them
-    ],
+ament_python_package(
+    "lerobot_runtime",
+    share=("test/fixtures",),  # the test checkpoints: the node's, the sim's and bringup's tests use them
     install_requires=["setuptools", "numpy"],
-    extras_require={"test": ["pytest"]},  # lets `colcon test` run the pytest suite
-    zip_safe=True,
-    maintainer="lerobot_ros maintainers",
-    maintainer_email="maintainers@lerobot-ros.dev",
-    description=DESCRIPTION,
-    license="Apache-2.0",
-    entry_points={
-        "console_scripts": [
-            "lerobot-policy-predict = lerobot_runtime.predict_cli:main",
-        ],
-    },
+    console_scripts=["lerobot-policy-predict = lerobot_runtime.predict_cli:main"],
 )

@@ -8,9 +8,6 @@ from lerobot.cameras.configs import CameraConfig, ColorMode
 
 from lerobot_core.contract import Contract, ContractError, normalize_msgtype
 
-IMAGE = "sensor_msgs/msg/Image"
-COMPRESSED_IMAGE = "sensor_msgs/msg/CompressedImage"
-
 
 @CameraConfig.register_subclass("ros")
 @dataclass(kw_only=True)

@@ -10,9 +10,10 @@ from lerobot.cameras.camera import Camera
 from lerobot.cameras.configs import ColorMode
 from lerobot.utils.errors import DeviceAlreadyConnectedError, DeviceNotConnectedError
 
+from lerobot_core.contract import COMPRESSED_IMAGE, IMAGE
 from lerobot_core.ros.device import BackgroundNode, import_rclpy
 
-from .config_ros import COMPRESSED_IMAGE, IMAGE, RosCameraConfig
+from .config_ros import RosCameraConfig
 
 FEATURE = "observation.images.camera"
 

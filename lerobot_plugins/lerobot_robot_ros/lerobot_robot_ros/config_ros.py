@@ -12,12 +12,10 @@ from pathlib import Path
 
 from lerobot.robots.config import RobotConfig
 
-from lerobot_core.contract import Contract, ContractError, normalize_msgtype
+from lerobot_core.command import COMMAND_INTERFACES
+from lerobot_core.contract import JOINT_STATE, JOINT_TRAJECTORY, Contract, ContractError, normalize_msgtype
 
-JOINT_STATE = "sensor_msgs/msg/JointState"
-FLOAT64_MULTI_ARRAY = "std_msgs/msg/Float64MultiArray"
-JOINT_TRAJECTORY = "trajectory_msgs/msg/JointTrajectory"
-COMMAND_TYPES = (JOINT_STATE, FLOAT64_MULTI_ARRAY, JOINT_TRAJECTORY)
+COMMAND_TYPES = tuple(msgtype for msgtype, _ in COMMAND_INTERFACES.values())
 
 
 def load_contract(path: str | None, flag: str) -> Contract:

@@ -24,14 +24,12 @@ import numpy as np
 from lerobot.robots.robot import Robot
 from lerobot.utils.errors import DeviceAlreadyConnectedError, DeviceNotConnectedError
 
+from lerobot_core.ros.commands import command_message
 from lerobot_core.ros.device import BackgroundNode, import_rclpy, message_class, stamp_ns
 from lerobot_core.safety import SafetyFilter, SafetyLimits
 from lerobot_core.time import ns_to_stamp
 
 from .config_ros import (
-    FLOAT64_MULTI_ARRAY,
-    JOINT_STATE,
-    JOINT_TRAJECTORY,
     RosArmConfig,
     RosRobotConfig,
     RosSO101Config,
@@ -65,7 +63,6 @@ class RosRobot(Robot):
         self._obs = config.observation_contract
         self._node: BackgroundNode | None = None
         self._publisher = None
-        self._msg_class = None
         src = self.contract.vectors["action"][0]
         self._action_joints = tuple(src.joints)
         self._action_names = src.names()
@@ -122,7 +119,6 @@ class RosRobot(Robot):
             for topic, stream in self._obs.streams.items():
                 node.subscribe(topic, stream.msgtype, stream.qos)
             ctopic, ctype = self.config.command
-            self._msg_class = message_class(ctype)
             self._publisher = node.publisher(ctopic, ctype)
             node.wait_for(list(self._obs.streams), self.config.connect_timeout_s)
         except BaseException:
@@ -252,29 +248,12 @@ class RosRobot(Robot):
 
     def _publish(self, positions: np.ndarray) -> None:
         _, ctype = self.config.command
-        msg = self._msg_class()
-        values = [float(v) for v in positions]
         if self.config.lockstep and self._tick_ns >= 0:  # the tick this command answers
             stamp = ns_to_stamp(self._tick_ns, message_class("builtin_interfaces/msg/Time"))
         else:
             stamp = self._node.node.get_clock().now().to_msg()
-        if ctype == FLOAT64_MULTI_ARRAY:
-            msg.data = values
-        elif ctype == JOINT_STATE:
-            msg.header.stamp = stamp
-            msg.name = list(self._action_joints)
-            msg.position = values
-        elif ctype == JOINT_TRAJECTORY:
-            point_cls = message_class("trajectory_msgs/msg/JointTrajectoryPoint")
-            duration = self.config.trajectory_time_s or 1.0 / self.contract.fps
-            point = point_cls()
-            point.positions = values
-            point.time_from_start.sec = int(duration)
-            point.time_from_start.nanosec = int(round((duration - int(duration)) * 1e9))
-            msg.header.stamp = stamp
-            msg.joint_names = list(self._action_joints)
-            msg.points = [point]
-        self._publisher.publish(msg)
+        point_s = self.config.trajectory_time_s or 1.0 / self.contract.fps  # a JointTrajectory's one point
+        self._publisher.publish(command_message(ctype, self._action_joints, positions, stamp, point_s))
 
 
 # LeRobot finds a device class by its config's name without "Config" (make_device_from_device_class)

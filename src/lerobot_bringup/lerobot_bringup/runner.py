@@ -45,10 +45,11 @@ class Running:
     reader: threading.Thread
 
 
-def ros_environment(base: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment handed to every node: DDS on loopback and an explicit domain, always."""
+def ros_environment(base: dict[str, str] | None = None, discovery: str = "LOCALHOST") -> dict[str, str]:
+    """The environment handed to every node: DDS on loopback (or, asked for with --discovery SUBNET, the
+    host's subnet: remote inference between two hosts) and an explicit domain, always."""
     env = dict(os.environ if base is None else base)
-    env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = discovery
     if not env.get("ROS_DOMAIN_ID"):
         raise RuntimeError(
             "ROS_DOMAIN_ID is not set: `source env.sh` (or export ROS_DOMAIN_ID=<0..101>) first"
@@ -276,8 +277,8 @@ def _error_text(line: str) -> str:
 
 
 class GraphRunner:
-    def __init__(self, profile: Profile, shutdown_timeout: float = 10.0):
-        self.profile = profile
+    def __init__(self, profile: Profile, shutdown_timeout: float = 10.0, discovery: str = "LOCALHOST"):
+        self.profile, self.discovery = profile, discovery
         self.shutdown_timeout = shutdown_timeout
         self.running: list[Running] = []
         self._stop_requested = threading.Event()
@@ -288,13 +289,13 @@ class GraphRunner:
         self._stop_requested.set()
 
     def run(self) -> int:
-        env = ros_environment()
+        env = ros_environment(discovery=self.discovery)
         with tempfile.TemporaryDirectory(prefix="lerobot-launch-") as tmp:
             commands = command_lines(self.profile, Path(tmp))
             width = max(len(s.name) for s, _ in commands)
             self._log(
                 f"profile '{self.profile.name}' ({self.profile.path}): {len(commands)} node(s), "
-                f"ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']}, discovery LOCALHOST"
+                f"ROS_DOMAIN_ID={env['ROS_DOMAIN_ID']}, discovery {self.discovery}"
             )
             for spec, why in skipped_nodes(self.profile):
                 self._log(f"not starting {spec.name}: {why}")
@@ -416,6 +417,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--shutdown-timeout", type=float, default=10.0, help="seconds to wait after SIGINT (default 10)"
     )
+    ap.add_argument(
+        "--discovery",
+        choices=("LOCALHOST", "SUBNET"),
+        default="LOCALHOST",
+        help="DDS discovery range of the nodes (default LOCALHOST: nothing leaves this host); SUBNET for a "
+        "graph split over two hosts (remote inference: docs/remote_inference.md)",
+    )
     # flags and name:=value pairs in any order (`lerobot-launch PROFILE --show rate_hz:=20`)
     a = ap.parse_intermixed_args(argv)
     if a.help and not a.profile:
@@ -440,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         check_arguments(profile)
         check_policy_contracts(profile)
-        runner = GraphRunner(profile, a.shutdown_timeout)
+        runner = GraphRunner(profile, a.shutdown_timeout, a.discovery)
         signal.signal(signal.SIGINT, runner.request_stop)
         signal.signal(signal.SIGTERM, runner.request_stop)
         return runner.run()

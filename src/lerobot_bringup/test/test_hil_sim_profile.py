@@ -2,9 +2,7 @@
 drives the simulated SO-101, the scripted corrective human takes over and hands back, the recorder
 writes the episodes with complementary_info.is_intervention, and the graph exits by itself."""
 
-import os
 import re
-import subprocess
 
 import numpy as np
 import pytest
@@ -14,35 +12,22 @@ from lerobot_dataset import DatasetReader
 from lerobot_recorder.sim_seeds import read_seeds
 from lerobot_sim.envs.so101_cube import HOME_POSE
 
+from .conftest import launch_profile
+
 pytestmark = pytest.mark.ros
 
 ACT_SMALL = share_path("lerobot_runtime") / "test" / "fixtures" / "act_small" / "pretrained_model"
 
 
 def test_hil_sim_profile_records_interventions_and_exits(tmp_path):
-    from lerobot_core.ament import find_executable
-
-    launcher = find_executable("lerobot_bringup", "lerobot-launch")
-    env = dict(
-        os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", MUJOCO_GL=os.environ.get("MUJOCO_GL", "egl")
+    log = launch_profile(
+        "hil_sim_so101",
+        f"policy_path:={ACT_SMALL}",
+        f"dataset_root:={tmp_path / 'hil'}",
+        "num_episodes:=2",
+        "image_width:=64",
+        "image_height:=48",
     )
-    out = subprocess.run(
-        [
-            str(launcher),
-            "hil_sim_so101",
-            f"policy_path:={ACT_SMALL}",
-            f"dataset_root:={tmp_path / 'hil'}",
-            "num_episodes:=2",
-            "image_width:=64",
-            "image_height:=48",
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    log = out.stdout + out.stderr
-    assert out.returncode == 0, log[-4000:]
     for transition in (
         "HOLD -> POLICY",
         "POLICY -> HOLD (pause)",

@@ -1,17 +1,16 @@
 """`lerobot-launch record_sim_so101` (the README's main job, end to end): sim in lockstep, scripted expert and recorder with
 episode_boundaries sim. One dataset episode is one sim episode; num_episodes counts demonstrations."""
 
-import os
 import re
-import subprocess
 
 import numpy as np
 import pytest
 
-from lerobot_core.ament import find_executable
 from lerobot_dataset import DatasetReader
 from lerobot_recorder.sim_seeds import read_seeds
 from lerobot_sim.envs.so101_cube import HOME_POSE
+
+from .conftest import dropped_ticks, launch_profile, sim_episodes
 
 pytestmark = pytest.mark.ros
 
@@ -20,22 +19,11 @@ def test_record_sim_so101_records_one_sim_episode_per_dataset_episode(tmp_path):
     """record_sim_so101 (lockstep, episode_boundaries sim): each dataset episode is one whole sim
     episode, from the sim's first episode (seed 0) on: its reset frame (the home pose), every step up
     to the one the sim reported done (its length = steps + 1), no frame of the next one, 0 drops."""
-    launcher = find_executable("lerobot_bringup", "lerobot-launch")
-    env = dict(
-        os.environ, ROS_AUTOMATIC_DISCOVERY_RANGE="LOCALHOST", MUJOCO_GL=os.environ.get("MUJOCO_GL", "egl")
-    )
     args = [f"dataset_root:={tmp_path / 'sim_ds'}", "num_episodes:=3", "image_width:=64", "image_height:=48"]
-    out = subprocess.run(
-        [str(launcher), "record_sim_so101", *args], env=env, capture_output=True, text=True, timeout=400
-    )
-    log = out.stdout + out.stderr
-    assert out.returncode == 0, log[-4000:]
-    ended = [
-        (int(m.group(1)), int(m.group(2)))
-        for m in re.finditer(r"sim episode \d+ \(seed (-?\d+)\) ended after (\d+) steps", log)
-    ]
+    log = launch_profile("record_sim_so101", *args, timeout=400)
+    ended = sim_episodes(log)
     saved = [int(m.group(1)) for m in re.finditer(r"episode \d+ saved: \d+ frames[^(]*\((\d+) frames, ", log)]
-    dropped = [int(m.group(1)) for m in re.finditer(r"episode \d+ saved: .*?, (\d+) dropped ticks", log)]
+    dropped = dropped_ticks(log)
     assert [seed for seed, _ in ended] == [0, 1, 2], log[-4000:]  # from the sim's first episode on
     assert dropped == [0, 0, 0], log[-4000:]
     r = DatasetReader(tmp_path / "sim_ds")
@@ -54,15 +42,9 @@ def test_record_sim_so101_records_one_sim_episode_per_dataset_episode(tmp_path):
 
     # appending records new demonstrations: the resumed run starts at the first seed not used (before:
     # at seed 0 again, so the appended episode was bit-identical to episode 0)
-    out = subprocess.run(
-        [str(launcher), "record_sim_so101", *args[:1], "num_episodes:=1", "resume:=true", *args[2:]],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=400,
+    log = launch_profile(
+        "record_sim_so101", *args[:1], "num_episodes:=1", "resume:=true", *args[2:], timeout=400
     )
-    log = out.stdout + out.stderr
-    assert out.returncode == 0, log[-4000:]
     assert re.search(r"sim episode \d+ \(seed 3\) ended after", log), log[-4000:]
     r = DatasetReader(tmp_path / "sim_ds")
     assert r.num_episodes == 4 and read_seeds(tmp_path / "sim_ds") == {0: 0, 1: 1, 2: 2, 3: 3}

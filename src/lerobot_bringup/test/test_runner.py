@@ -231,6 +231,8 @@ def test_nodes_do_not_outlive_a_killed_runner(ros_node):
     proc = launch("skeleton", "rate_hz:=50")
     try:
         wait_for_messages(ros_node, JointState, "/joint_states", count=3, timeout=30)
+        # both nodes up and running (the monitor subscribed), not one of them still importing
+        assert wait_until(lambda: ros_node.count_subscribers("/joint_states") >= 1, timeout=30)
         nodes = psutil.Process(proc.pid).children(recursive=True)
         assert nodes, "the runner started no node processes"
         proc.kill()  # SIGKILL: no chance to forward anything
@@ -239,12 +241,31 @@ def test_nodes_do_not_outlive_a_killed_runner(ros_node):
         proc.kill()
     # the kernel's parent-death signal stops the nodes anyway: every node process ends...
     _, alive = psutil.wait_procs(nodes, timeout=30)
-    left = [" ".join(p.cmdline()[-3:]) for p in alive if p.is_running()]
+    left = [f"{' '.join(p.cmdline()[-3:])} {_where(p.pid)}" for p in alive if p.is_running()]
     for p in alive:
         p.kill()
     assert not left, f"node processes outlived the killed runner: {left}"
     # ...and leaves the graph (a node that said goodbye leaves at once; the DDS lease bounds the rest)
     assert wait_until(lambda: ros_node.count_publishers("/joint_states") == 0, timeout=30)
+
+
+def _where(pid: int) -> str:
+    """Where a process that should have ended stands: its state and signal masks, and the kernel
+    function each of its threads waits in (what a failure needs, the process being gone after it)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text().splitlines()
+        keep = [
+            line
+            for line in status
+            if line.split(":")[0] in ("State", "SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt")
+        ]
+        waits = sorted(
+            f"{t.name}:{(t / 'comm').read_text().strip()}:{(t / 'wchan').read_text().strip()}"
+            for t in Path(f"/proc/{pid}/task").iterdir()
+        )
+    except OSError as exc:
+        return f"({exc})"
+    return f"[{'; '.join(keep)}; threads: {', '.join(waits)}]"
 
 
 def test_teleop_profile_uses_robot_state_publisher_where_it_is_installed(tmp_path):

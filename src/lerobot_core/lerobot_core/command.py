@@ -65,6 +65,14 @@ def _trajectory(msg, joint_names) -> tuple[str, Sequence[str], Sequence[float], 
     return "joint_trajectory", msg.joint_names, positions, len(msg.points) - 1
 
 
+# the command interfaces (the nodes' command_interface, lerobot-ros-replay's --command-interface):
+# name -> (message type, topic)
+COMMAND_INTERFACES = {
+    "joint_state": (JOINT_STATE, "joint_commands"),
+    "forward_position": (FLOAT64_MULTI_ARRAY, "forward_position_controller/commands"),
+    "joint_trajectory": (JOINT_TRAJECTORY, "joint_trajectory_controller/joint_trajectory"),
+}
+
 # message type -> (msg, the robot's joint names) -> (source, names, positions, unused points)
 COMMAND_PARSERS: dict[str, Callable[[Any, Sequence[str]], tuple]] = {
     JOINT_STATE: _joint_state,

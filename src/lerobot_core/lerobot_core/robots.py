@@ -19,15 +19,8 @@ Usage::
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Optional
 
-from lerobot_core.units import (  # noqa: F401
-    DEGREES,
-    NORM_MODES,
-    RANGE_0_100,
-    RANGE_M100_100,
-    degrees_to_radians,
-)
+from lerobot_core.units import DEGREES, RANGE_0_100, RANGE_M100_100, degrees_to_radians
 
 FEETECH = "feetech"
 DYNAMIXEL = "dynamixel"
@@ -99,12 +92,6 @@ class RobotSpec:
             if m.name == name:
                 return m
         raise KeyError(f"robot {self.name!r} has no motor {name!r}; motors: {', '.join(self.joint_names)}")
-
-    def lower_limits(self) -> tuple[float, ...]:
-        return tuple(self.limits[n].lower for n in self.joint_names)
-
-    def upper_limits(self) -> tuple[float, ...]:
-        return tuple(self.limits[n].upper for n in self.joint_names)
 
     def with_degrees(self) -> RobotSpec:
         """LeRobot's ``use_degrees=True``: body joints in DEGREES, gripper stays RANGE_0_100."""
@@ -241,12 +228,3 @@ def get_robot_spec(name: str, use_degrees: bool = False) -> RobotSpec:
     except KeyError:
         raise KeyError(f"unknown robot type {name!r}; known: {', '.join(robot_names())}") from None
     return spec.with_degrees() if use_degrees else spec
-
-
-def find_spec_for_joints(joint_names, default: Optional[str] = None) -> Optional[RobotSpec]:
-    """The first registered spec whose joint names equal ``joint_names`` (order-sensitive)."""
-    wanted = tuple(joint_names)
-    for name in robot_names():
-        if ROBOT_SPECS[name].joint_names == wanted:
-            return ROBOT_SPECS[name]
-    return ROBOT_SPECS[default] if default else None

@@ -24,3 +24,9 @@ def seconds_to_stamp(t: float, stamp_type):
     """Float seconds (e.g. ``time.time()`` of a capture) -> a stamp, truncated to the nanosecond."""
     sec = int(t)
     return stamp_type(sec=sec, nanosec=int((t - sec) * 1e9))
+
+
+def seconds_to_duration(seconds: float, duration_type):
+    """A span in float seconds (e.g. ``k / fps`` into a chunk) -> a Duration, rounded to the nanosecond
+    (1/30 s is 33_333_333 ns, never 33_333_332 from float truncation)."""
+    return ns_to_stamp(round(seconds * NS_PER_S), duration_type)

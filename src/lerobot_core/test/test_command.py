@@ -71,3 +71,25 @@ def test_trajectory_takes_its_first_point_and_counts_the_rest():
 def test_refusals_say_which_topic_and_why(msg, needle):
     with pytest.raises(CommandError, match=needle):
         parse_command(msg, JOINTS)
+
+
+@pytest.mark.parametrize("interface", ["joint_state", "forward_position", "joint_trajectory"])
+def test_a_built_command_parses_back_to_its_targets(interface):
+    """command_message (what the policy node, lerobot-ros-replay and the LeRobot robot plugin publish)
+    and parse_command (what the bus driver and the sims take) agree on all three interfaces."""
+    from builtin_interfaces.msg import Time
+
+    from lerobot_core.command import COMMAND_INTERFACES
+    from lerobot_core.ros.commands import command_message
+
+    msgtype, _ = COMMAND_INTERFACES[interface]
+    targets = [0.5, -0.25, 1.0, 0.0, 0.125, 0.75]
+    msg = command_message(msgtype, JOINTS, np.array(targets), Time(sec=3, nanosec=7), 0.05)
+    assert type(msg).__name__ == msgtype.rsplit("/", 1)[1]
+    cmd = parse_command(msg, JOINTS)
+    assert cmd.onto(PREV).tolist() == targets
+    if interface != "forward_position":
+        assert (msg.header.stamp.sec, msg.header.stamp.nanosec) == (3, 7)
+    if interface == "joint_trajectory":
+        point = msg.points[0].time_from_start
+        assert (point.sec, point.nanosec) == (0, 50_000_000)

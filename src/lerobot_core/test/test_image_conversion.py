@@ -293,3 +293,25 @@ def test_depth_images_keep_their_unit_and_byte_order(make):
     assert out.dtype == np.float32 and np.isnan(out[0, 0]) and out[1].tolist() == [1.25, np.inf]
     with pytest.raises(ValueError, match="image encoding 'rgb8' is not a depth encoding; supported: 16UC1"):
         image_msg_to_depth(make(1, 1, "rgb8", 3, b"abc"))
+
+
+@pytest.mark.parametrize("encoding", ["rgb8", "bgr8"])
+def test_a_serialized_frame_reaches_rgb_copied_at_most_once(encoding):
+    """What the policy node's and the recorder's raw camera subscriptions do (ros.serialized): an rgb8
+    frame is a view of the bytes rclpy's raw take returned, a converted encoding is the conversion's one
+    new array; rclpy's deserialize_message path copies an rgb8 frame."""
+    pytest.importorskip("rclpy")
+    from rclpy.serialization import deserialize_message, serialize_message
+    from sensor_msgs.msg import Image
+
+    from lerobot_core.image_conversion import fill_image_msg, image_msg_to_rgb
+    from lerobot_core.ros.serialized import decode_message
+
+    rgb = np.arange(4 * 6 * 3, dtype=np.uint8).reshape(4, 6, 3)
+    pixels = rgb if encoding == "rgb8" else np.ascontiguousarray(rgb[:, :, ::-1])
+    data = serialize_message(fill_image_msg(Image(), pixels, encoding))
+    out = image_msg_to_rgb(decode_message(data, "sensor_msgs/msg/Image", Image))
+    assert np.array_equal(out, rgb)
+    view = np.frombuffer(data, np.uint8)
+    assert np.shares_memory(out, view) == (encoding == "rgb8")
+    assert not np.shares_memory(image_msg_to_rgb(deserialize_message(data, Image)), view)

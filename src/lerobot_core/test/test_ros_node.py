@@ -420,3 +420,73 @@ def test_a_ctrl_c_while_a_node_destroys_itself_is_no_traceback(tmp_path):
     assert res.returncode == 0, out
     assert "Traceback" not in out and "KeyboardInterrupt" not in out, out
     assert "destroying" in out
+
+
+_ORPHAN_NODE_CHILD = r"""
+import sys, threading, time
+from rclpy.node import Node
+from lerobot_core.ros.node import run_node
+
+
+def make():
+    node = Node("orphan")
+    # a thread that never ends: the interpreter's own exit waits for it for ever (a hang after teardown)
+    threading.Thread(target=time.sleep, args=(3600,), name="never-ends").start()
+    node.create_timer(0.05, lambda: print("spinning", flush=True))
+    return node
+
+
+def safe_state(node):
+    print("safe state", flush=True)
+
+
+sys.exit(run_node(make, [], on_exit=safe_state))
+"""
+
+_LAUNCHER = r"""
+import subprocess, sys, time
+from lerobot_core.ament import die_with_parent
+
+with open(sys.argv[2], "wb") as out:
+    node = subprocess.Popen(
+        [sys.executable, sys.argv[1]], stdout=out, stderr=subprocess.STDOUT,
+        start_new_session=True, preexec_fn=die_with_parent,
+    )
+print(node.pid, flush=True)
+time.sleep(3600)
+"""
+
+
+def test_a_node_whose_launcher_is_killed_ends_after_its_safe_state_even_if_its_exit_hangs(tmp_path):
+    """A launcher SIGKILLed: die_with_parent's SIGINT stops the node, and the orphan ends its process
+    within ORPHAN_TEARDOWN_S of its safe state, although a thread that never ends would hold the
+    interpreter's exit for ever and no launcher is left to send SIGTERM (CI: the skeleton's monitor
+    outlived its killed launcher). Fails before: the node ran on."""
+    import subprocess
+    import sys
+
+    import psutil
+
+    from lerobot_core.ros.node import ORPHAN_TEARDOWN_S
+    from lerobot_core.ros.testing import wait_until
+
+    node_script, launcher = tmp_path / "node.py", tmp_path / "launcher.py"
+    node_script.write_text(_ORPHAN_NODE_CHILD)
+    launcher.write_text(_LAUNCHER)
+    log = tmp_path / "node.log"
+    proc = subprocess.Popen(
+        [sys.executable, str(launcher), str(node_script), str(log)], stdout=subprocess.PIPE, text=True
+    )
+    node = None
+    try:
+        node = psutil.Process(int(proc.stdout.readline()))
+        assert wait_until(lambda: "spinning" in log.read_text(), 30), log.read_text()
+        proc.kill()  # SIGKILL: the launcher forwards nothing
+        proc.wait(10)
+        assert wait_until(lambda: "safe state" in log.read_text(), 30), log.read_text()
+        node.wait(ORPHAN_TEARDOWN_S + 10)  # psutil.TimeoutExpired: the orphan ran on
+    finally:
+        proc.kill()
+        if node is not None and node.is_running():
+            node.kill()
+    assert "Traceback" not in log.read_text(), log.read_text()

@@ -51,3 +51,11 @@ def test_rate_meter_window_gap_and_restart():
     assert m.last == 1.5
     m.restart(3.0)
     assert m.count == 0 and m.max_gap == 0.0 and m.in_window(3.0) == 0 and m.last == 1.5
+
+
+def test_seconds_to_duration_rounds_to_the_nanosecond():
+    from lerobot_core.time import seconds_to_duration
+
+    assert seconds_to_duration(1 / 30, Stamp) == Stamp(0, 33_333_333)
+    assert seconds_to_duration(29 / 30, Stamp) == Stamp(0, 966_666_667)  # truncation would say ...666
+    assert seconds_to_duration(2.5, Stamp) == Stamp(2, 500_000_000)

@@ -15,12 +15,13 @@ from typing import Optional
 
 import numpy as np
 
+from lerobot_core.calibration import MotorCalibration
 from lerobot_core.joint_map import index_plan
 from lerobot_core.robots import RobotSpec
 from lerobot_core.safety import CommandError, SafetyLimits
 from lerobot_drivers.bus import MotorBus
 from lerobot_drivers.calibrate import bus_for_spec, read_calibration, write_calibration
-from lerobot_drivers.calibration import MotorCalibration, Normalizer
+from lerobot_drivers.calibration import Normalizer
 
 
 @dataclass
@@ -238,11 +239,3 @@ class ArmBus:
         if plan.unknown:
             raise CommandError(f"unknown joint {plan.unknown[0]!r}; joints of {self.spec.name}")
         return self.write_goal_vector(plan.gather(list(goals_rad.values())))
-
-    def goals_from_vector(self, values: Sequence[float]) -> dict[str, float]:
-        if len(values) != len(self.spec.joint_names):
-            raise CommandError(
-                f"{len(values)} values for {len(self.spec.joint_names)} joints "
-                f"({', '.join(self.spec.joint_names)}): command rejected"
-            )
-        return dict(zip(self.spec.joint_names, values, strict=False))

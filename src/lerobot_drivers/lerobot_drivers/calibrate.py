@@ -19,14 +19,9 @@ from collections.abc import Callable, Iterable
 from typing import Optional
 
 from lerobot_core import cli
+from lerobot_core.calibration import CalibrationError, MotorCalibration, calibration_path, save_calibration
 from lerobot_core.robots import RobotSpec, get_robot_spec
 from lerobot_drivers.bus import BusError, MotorBus, get_family
-from lerobot_drivers.calibration import (
-    CalibrationError,
-    MotorCalibration,
-    calibration_path,
-    save_calibration,
-)
 
 
 def bus_for_spec(spec: RobotSpec, port: str, baudrate: int = 1_000_000, timeout_s: float = 0.02) -> MotorBus:
@@ -204,7 +199,7 @@ def _run(args, spec: RobotSpec, out_path) -> int:
     with bus:
         bus.verify_models()
         if args.write_only:
-            from lerobot_drivers.calibration import load_calibration
+            from lerobot_core.calibration import load_calibration
 
             bus.disable_torque()
             write_calibration(bus, spec, load_calibration(args.write_only, spec))

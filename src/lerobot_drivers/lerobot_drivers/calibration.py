@@ -1,7 +1,7 @@
 """Servo ticks <-> LeRobot units <-> radians for one robot's motors (:class:`Normalizer`).
 
 The calibration files themselves (format, location, reading, writing) are
-:mod:`lerobot_core.calibration`, re-exported here; every formula is :mod:`lerobot_core.units`.
+:mod:`lerobot_core.calibration`; every formula is :mod:`lerobot_core.units`.
 What this module adds is the bus side: LeRobot's clamp of raw ticks to the calibrated range before
 RANGE_M100_100 / RANGE_0_100 (not for DEGREES), the drive-mode inversion on buses that do not keep
 the drive mode in the servo (Feetech), and ``int()`` truncation on the way back to ticks, as LeRobot
@@ -11,23 +11,10 @@ does. ROS JointState positions are radians: LeRobot's DEGREES value in radians, 
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable
 from typing import Optional
 
 from lerobot_core import units
-from lerobot_core.calibration import (  # noqa: F401 (the reader lives in lerobot_core, shared with the policy node)
-    FIELDS,
-    CalibrationError,
-    MotorCalibration,
-    calibration_path,
-    check_against_spec,
-    default_calibration_root,
-    find_calibration_file,
-    hf_lerobot_home,
-    load_calibration,
-    save_calibration,
-)
+from lerobot_core.calibration import MotorCalibration, check_against_spec
 from lerobot_core.robots import DEGREES, RANGE_0_100, RANGE_M100_100, RobotSpec
 from lerobot_drivers.bus import get_family
 
@@ -81,9 +68,6 @@ class Normalizer:
             return int(units.unnormalize(min(100.0, max(0.0, value)), lo, hi, mode))
         raise ValueError(f"unknown normalisation mode {mode!r} for motor {name!r}")
 
-    def ticks_per_rad(self, name: str) -> float:
-        return (self.resolutions[name] - 1) / (2 * math.pi)
-
     def to_radians(self, name: str, raw: float) -> float:
         c = self.calibration[name]
         rad = units.ticks_to_radians(raw, c.range_min, c.range_max, self.resolutions[name])
@@ -99,41 +83,3 @@ class Normalizer:
     def velocity_to_rad_s(self, name: str, raw_velocity: float, unit_rad_s: float) -> float:
         v = raw_velocity * unit_rad_s
         return -v if self._inverted(name) else v
-
-
-def identity_calibration(spec: RobotSpec, resolution: int = 4096) -> dict[str, MotorCalibration]:
-    """A calibration with the full encoder range and no offset (servos as they leave the factory)."""
-    return {m.name: MotorCalibration(m.id, 0, 0, 0, resolution - 1) for m in spec.motors}
-
-
-def calibration_from_limits(
-    spec: RobotSpec, resolution: int = 4096, center: int = 2047
-) -> dict[str, MotorCalibration]:
-    """A calibration whose range spans the spec's joint limits around ``center`` (emulators, demos).
-
-    Mid-range sits at ``center`` so radians 0 = the URDF zero pose; full-turn motors keep 0..res-1.
-    """
-    out = {}
-    tpr = (resolution - 1) / (2 * math.pi)
-    for m in spec.motors:
-        if m.name in spec.full_turn_motors:
-            out[m.name] = MotorCalibration(m.id, 0, 0, 0, resolution - 1)
-            continue
-        lim = spec.limits[m.name]
-        half = max(abs(lim.lower), abs(lim.upper))
-        lo = int(round(center - half * tpr))
-        hi = int(round(center + half * tpr))
-        out[m.name] = MotorCalibration(m.id, 0, 0, max(0, lo), min(resolution - 1, hi))
-    return out
-
-
-def ids_by_name(spec: RobotSpec) -> dict[str, int]:
-    return {m.name: m.id for m in spec.motors}
-
-
-def names_by_id(spec: RobotSpec) -> dict[int, str]:
-    return {m.id: m.name for m in spec.motors}
-
-
-def iter_motor_names(spec: RobotSpec) -> Iterable[str]:
-    return spec.joint_names

@@ -10,13 +10,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
-from lerobot_core.robots import RobotSpec
-from lerobot_drivers.calibration import (
+from lerobot_core.calibration import (
     CalibrationError,
     calibration_path,
     find_calibration_file,
     load_calibration,
 )
+from lerobot_core.robots import RobotSpec
 
 SAFE_STATES = ("hold", "torque_off")
 

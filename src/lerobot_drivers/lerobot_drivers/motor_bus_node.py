@@ -20,21 +20,20 @@ from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool
-from trajectory_msgs.msg import JointTrajectory
 
+from lerobot_core.calibration import CalibrationError
 from lerobot_core.command import parse_command
 from lerobot_core.rate import RateMeter
 from lerobot_core.robots import get_robot_spec
 from lerobot_core.ros import qos
+from lerobot_core.ros.commands import subscribe_commands
 from lerobot_core.ros.node import autostart_timer, publish_unless_shut_down, run_node
 from lerobot_core.ros.params import declare
 from lerobot_core.safety import CommandError
 from lerobot_core.time import seconds_to_stamp
 from lerobot_drivers.arm import ArmBus, JointSample
 from lerobot_drivers.bus import BusError, BusTimeoutError, PortError
-from lerobot_drivers.calibration import CalibrationError
 from lerobot_drivers.motor_bus_config import bus_status, bus_values, load_bus_calibration, read_config
 
 SAFE_STATE_ATTEMPTS = 3
@@ -243,19 +242,7 @@ class MotorBusNode(LifecycleNode):
 
     # ------------------------------------------------------------- commands
     def _create_command_subscriptions(self) -> None:
-        reliable = qos.RELIABLE
-        self._cmd_subs = [
-            self.create_subscription(JointState, "joint_commands", self._on_command, reliable),
-            self.create_subscription(
-                Float64MultiArray, "forward_position_controller/commands", self._on_command, reliable
-            ),
-            self.create_subscription(
-                JointTrajectory,
-                "joint_trajectory_controller/joint_trajectory",
-                self._on_command,
-                reliable,
-            ),
-        ]
+        self._cmd_subs = subscribe_commands(self, self._on_command, qos.RELIABLE)
 
     def _destroy_command_subscriptions(self) -> None:
         for sub in self._cmd_subs:

@@ -8,6 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from lerobot_core.calibration import (
+    CalibrationError,
+    MotorCalibration,
+    calibration_path,
+    find_calibration_file,
+    load_calibration,
+    save_calibration,
+)
 from lerobot_core.robots import (
     DEGREES,
     FEETECH,
@@ -19,15 +27,7 @@ from lerobot_core.robots import (
     get_robot_spec,
 )
 from lerobot_drivers.calibrate import bus_for_spec, calibrate, read_calibration
-from lerobot_drivers.calibration import (
-    CalibrationError,
-    MotorCalibration,
-    Normalizer,
-    calibration_path,
-    find_calibration_file,
-    load_calibration,
-    save_calibration,
-)
+from lerobot_drivers.calibration import Normalizer
 from lerobot_drivers.servo_emulator import emulator_for_robot
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 import yaml
 
+from lerobot_core.calibration import MotorCalibration, load_calibration, save_calibration
 from lerobot_core.contract import Contract
 from lerobot_core.robots import get_robot_spec
-from lerobot_drivers.calibration import MotorCalibration, Normalizer, load_calibration, save_calibration
+from lerobot_drivers.calibration import Normalizer
 
 
 @pytest.mark.parametrize("drive_mode", [0, 1])

@@ -10,9 +10,9 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from lerobot_core.calibration import MotorCalibration, save_calibration
 from lerobot_core.robots import get_robot_spec
 from lerobot_core.ros.testing import MessageCollector, RosProcess, wait_until
-from lerobot_drivers.calibration import MotorCalibration, save_calibration
 from lerobot_drivers.servo_emulator import EmulatorProcess
 
 pytestmark = pytest.mark.ros

@@ -277,6 +277,13 @@ class ActionScheduler:
             self._pending = True
             return InferenceTicket(tick=self._ticks, action_index=self.queue.get_action_index())
 
+    def ticket_for_age(self, age_s: float) -> InferenceTicket:
+        """The ticket an observation taken `age_s` ago would have had (a chunk inferred elsewhere: its
+        observation's age on this clock counts as the inference delay, so the actions due are skipped)."""
+        with self._lock:
+            back = max(0, math.ceil(age_s * self.cfg.control_rate_hz - 1e-9))
+            return InferenceTicket(tick=self._ticks - back, action_index=self.queue.get_action_index())
+
     def cancel_inference(self) -> None:
         with self._lock:
             self._pending = False

@@ -71,6 +71,7 @@ class PolicyController:
         control_priority: int = 0,
         run_inference: bool = True,
         switch_interval_s: float = 0.0005,
+        starved_reason: Callable[[int], str] | None = None,
     ):
         self.policy = policy
         self.obs = observations
@@ -84,7 +85,8 @@ class PolicyController:
         self.record_periods = record_periods
         self.inference_nice = inference_nice
         self.control_priority = control_priority
-        self.run_inference = run_inference
+        self.run_inference = run_inference  # False: chunks come from elsewhere (`submit_remote`)
+        self.starved_reason = starved_reason  # why the queue is empty, given now (remote: the link's view)
         self.priority_note = ""
         self._control_realtime = False  # the control thread got SCHED_FIFO
         self._priority_settled = threading.Event()  # ... or could not: the inference thread may start
@@ -159,7 +161,9 @@ class PolicyController:
         action = None
         if not reason:
             action = self.scheduler.tick()
-            if action is None:
+            if action is None and self.starved_reason is not None:
+                reason = self.starved_reason(now)
+            elif action is None:
                 reason = (
                     "waiting for the first action chunk" if self.stats.chunks == 0 else "action queue empty"
                 )
@@ -212,6 +216,17 @@ class PolicyController:
                 next_t = time.monotonic()
             elif delay > 0:
                 self._stop.wait(delay)
+
+    def submit_remote(self, chunk: np.ndarray, age_s: float) -> int | None:
+        """Merge a chunk inferred elsewhere from an observation `age_s` old (this clock); the actions due
+        since are skipped. Returns the number skipped, or None when the queue does not take a chunk now
+        (append mode or rtc off: only once the queue asks for one)."""
+        sched = self.scheduler
+        if (sched.cfg.mode == "append" or not sched.cfg.rtc) and not sched.needs_inference():
+            return None
+        skipped = sched.submit(chunk, sched.ticket_for_age(age_s))
+        self.stats.chunks += 1
+        return skipped
 
     # ------------------------------------------------------------------ inference thread
     def _inference_loop(self) -> None:

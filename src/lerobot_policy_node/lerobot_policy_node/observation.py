@@ -19,7 +19,6 @@ import numpy as np
 from lerobot_core import units
 from lerobot_core.alignment import Aligner, DroppedTick, StreamSpec
 from lerobot_core.joint_map import index_plan
-from lerobot_core.topics import camera_name  # noqa: F401 (the policy's image keys name the camera topics)
 
 STATE_KEY = "observation.state"
 ENV_STATE_KEY = "observation.environment_state"

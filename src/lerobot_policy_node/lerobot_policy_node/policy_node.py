@@ -4,37 +4,40 @@ configure: load the checkpoint, subscribe to joint states and cameras. activate:
 and inference threads (if `run_on_activate`) or wait for a `policy/run` goal. deactivate: stop
 and hold the last command. The work itself is in the ROS-free `controller`, `action_path`
 (history, `action_queue`, `safety`, shared with lerobot-sim-eval) and `observation` modules; this
-class only wires parameters and messages.
+class only wires parameters and messages. With `inference: remote | serve` the model runs on another host
+(`remote_link`, docs/remote_inference.md).
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from functools import partial
 
 import numpy as np
 import rclpy
-from builtin_interfaces.msg import Duration, Time
 from lifecycle_msgs.msg import State as StateMsg
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, State, TransitionCallbackReturn
-from sensor_msgs.msg import CompressedImage, Image, JointState
-from std_msgs.msg import Float64MultiArray, String
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
 from std_srvs.srv import Trigger
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from lerobot_core import topics
-from lerobot_core.contract import COMPRESSED_IMAGE
-from lerobot_core.contract.extraction import decode_image
-from lerobot_core.image_conversion import image_msg_to_rgb
+from lerobot_core.command import COMMAND_INTERFACES
+from lerobot_core.contract import COMPRESSED_IMAGE, IMAGE
+from lerobot_core.contract.extraction import IMAGE_READERS, decode_image
 from lerobot_core.ros import qos
+from lerobot_core.ros.commands import command_message
 from lerobot_core.ros.device import message_class
 from lerobot_core.ros.node import autostart_timer, publish_unless_shut_down, run_node
+from lerobot_core.ros.serialized import decode_message
 from lerobot_core.safety import SafetyFilter
-from lerobot_core.time import NS_PER_S, ns_to_stamp, stamp_to_ns
+from lerobot_core.time import stamp_to_ns
+from lerobot_dataset.roundtrip import CodecRoundTrip
 from lerobot_msgs.action import RunPolicy
 from lerobot_msgs.msg import ActionChunk, PolicyStatus
 from lerobot_msgs.srv import LoadPolicy
@@ -45,6 +48,7 @@ from .deployment import Deployment
 from .observation import ENV_STATE_KEY
 from .policy_setup import read_parameters, set_up
 from .progress import ProgressReport
+from .remote_link import RemoteLink, chunk_message
 
 QOS_COMMAND = qos.LATEST  # latest command only
 QOS_STATUS = qos.LATCHED
@@ -62,7 +66,6 @@ class PolicyNode(LifecycleNode):
         self._subs = []
         self._lock = threading.Lock()
         self._run_goal_active = False
-        self._chunk_index = 0
         self._status_state = PolicyStatus.STATE_UNCONFIGURED
         self._status_message = ""
         self._cb_group = ReentrantCallbackGroup()
@@ -72,6 +75,7 @@ class PolicyNode(LifecycleNode):
         self.deployment: Deployment | None = None  # from the contract parameter, set by _load
         self._joint_names = list(self.cfg.joint_names)  # command order
         self._fps = self.cfg.fps
+        self.link: RemoteLink | None = None  # inference remote | serve: the other host
         self.create_service(
             LoadPolicy, "policy/load_policy", self._on_load_policy, callback_group=self._cb_group
         )
@@ -102,24 +106,30 @@ class PolicyNode(LifecycleNode):
             return "no policy_path given (parameter policy_path or the policy/load_policy service)"
         try:
             setup = set_up(self.cfg, path, device, self.get_logger().warn)
+            link = RemoteLink(self, self.cfg, setup.action_names) if self.cfg.inference != "local" else None
             controller = PolicyController(
                 setup.policy,
                 setup.observation,
                 setup.scheduler,
                 SafetyFilter(setup.limits),
                 publish_command=self._publish_command,
-                now_ns=lambda: self.get_clock().now().nanoseconds,
+                now_ns=link.now_ns if link else lambda: self.get_clock().now().nanoseconds,
                 task=self.task or None,
                 action_to_joint=setup.action_to_joint,
                 on_chunk=self._on_chunk,
                 on_state_change=self._on_controller_state,
                 control_priority=self.cfg.control_priority,
+                run_inference=self.cfg.inference != "remote",
+                starved_reason=link.starved_reason if self.cfg.inference == "remote" else None,
             )
         except (PolicyLoadError, ValueError) as exc:
             return str(exc)
         policy, deployment, joints, fps = setup.policy, setup.deployment, setup.joints, setup.fps
         pc, sched, action_names = policy.config, setup.scheduler, setup.action_names
         self.policy, self.policy_path, self.controller = policy, path, controller
+        if self.link is not None:
+            self.link.close()
+        self.link = link
         self._action_names = action_names
         self.deployment, self._joint_names, self._fps = deployment, joints, fps
         if deployment is not None and deployment.task_text and not self.task:
@@ -150,13 +160,13 @@ class PolicyNode(LifecycleNode):
         self._set_status(PolicyStatus.STATE_INACTIVE, "loaded")
         return TransitionCallbackReturn.SUCCESS
 
-    def _subscribe(self, msg_type, topic: str, callback, qos_profile):
+    def _subscribe(self, msg_type, topic: str, callback, qos_profile, **kwargs):
         # destroyed by a lifecycle cleanup or re-configure, which runs in a worker of the
         # multi-threaded executor while its spin thread may build a wait set: no QoS event handlers
         # (rclpy's race, see subscription_without_events). Little is lost: the joint, image and
         # env-state subscriptions are best effort and volatile, which every publisher matches; only
         # a contract's task topic (reliable, transient local) can mismatch, and its publisher says so
-        return qos.subscription_without_events(self, msg_type, topic, callback, qos_profile)
+        return qos.subscription_without_events(self, msg_type, topic, callback, qos_profile, **kwargs)
 
     def _create_io(self) -> None:
         for sub in self._subs:
@@ -164,13 +174,33 @@ class PolicyNode(LifecycleNode):
         d = self.deployment
         joint_topic = d.state_topic if d else "joint_states"
         self._subs = [self._subscribe(JointState, joint_topic, self._on_joints, QOS_JOINTS)]
-        for key in self.policy.config.image_features:
+        if self.cfg.inference == "remote":  # the joints for safety; chunks from the inference host
+            self.link.subscribe(self._cb_group)
+            d = None  # images, environment state and task are the inference host's
+        self._roundtrip = {}
+        for key in self.policy.config.image_features if self.cfg.inference != "remote" else ():
+            if self.cfg.image_codec_roundtrip:
+                self._roundtrip[key] = CodecRoundTrip(fps=max(1, round(self._fps)))
             # with a contract: its topic and message type (Image or CompressedImage), decoded as recorded
             src = d.image_sources[key] if d else None
             topic = src.topic if src else topics.camera_topic(topics.camera_name(key))
-            msg_type = CompressedImage if src and src.msgtype == COMPRESSED_IMAGE else Image
+            msgtype = src.msgtype if src else IMAGE
+            if self.cfg.image_transport == "compressed" and msgtype == IMAGE and not (src and src.depth):
+                topic, msgtype = f"{topic}/compressed", COMPRESSED_IMAGE  # image_transport's JPEG stream
+                src = replace(src, topic=topic, msgtype=msgtype, encoding=None) if src else None
+            callback = partial(self._on_image, key, msgtype, src)  # serialized: see ros.serialized
+            # each camera in a group of its own: its frames stay in order (the codec round trip keeps
+            # state), and decoding one (JPEG, the round trip: ~10 ms a frame) never holds up the
+            # joint states, which the safety filter anchors on
             self._subs.append(
-                self._subscribe(msg_type, topic, lambda m, k=key, s=src: self._on_image(k, m, s), qos.SENSOR)
+                self._subscribe(
+                    message_class(msgtype),
+                    topic,
+                    callback,
+                    qos.SENSOR,
+                    raw=True,
+                    callback_group=MutuallyExclusiveCallbackGroup(),
+                )
             )
         if d and d.env_state and ENV_STATE_KEY in self.policy.config.input_features:
             topic, msgtype, _ = d.env_state
@@ -181,14 +211,9 @@ class PolicyNode(LifecycleNode):
             )
         if d and d.task_topic and not self.cfg.task_topic:  # the contract's task topic, as recorded
             self._subs.append(self._subscribe(String, d.task_topic, self._on_task, QOS_STATUS))
-        if self._pub_cmd is None:
-            kind = {
-                "joint_state": (JointState, "joint_commands"),
-                "forward_position": (Float64MultiArray, "forward_position_controller/commands"),
-                "joint_trajectory": (JointTrajectory, "joint_trajectory_controller/joint_trajectory"),
-            }
-            msg_type, topic = kind[self.cfg.command_interface]
-            self._pub_cmd = self.create_publisher(msg_type, topic, QOS_COMMAND)
+        if self._pub_cmd is None and self.cfg.inference != "serve":  # serve: commands nothing
+            msgtype, topic = COMMAND_INTERFACES[self.cfg.command_interface]
+            self._pub_cmd = self.create_publisher(message_class(msgtype), topic, QOS_COMMAND)
 
     def on_activate(self, state: State) -> TransitionCallbackReturn:
         if self.cfg.run_on_activate:
@@ -218,7 +243,6 @@ class PolicyNode(LifecycleNode):
         if self.controller is None or self.controller.running:
             return
         self.controller.task = self.task or None
-        self._chunk_index = 0
         self.controller.start()
         sched = self.controller.scheduler.cfg
         self._progress = ProgressReport(sched.control_rate_hz, self.cfg.fps, sched.n_action_steps)
@@ -248,21 +272,26 @@ class PolicyNode(LifecycleNode):
 
     # ------------------------------------------------------------------ inputs
     def _on_joints(self, msg: JointState) -> None:
+        if self.link is not None and self.link.drop():
+            return
         if self.controller is not None and len(msg.position):
             self.controller.obs.push_joints(msg.name, msg.position, stamp_to_ns(msg.header.stamp))
 
-    def _on_image(self, key: str, msg, src=None) -> None:
-        if self.controller is None:
+    def _on_image(self, key: str, msgtype: str, src, data: bytes) -> None:
+        if self.controller is None or (self.link is not None and self.link.drop()):
             return
         try:
-            rgb = decode_image(src, msg) if src is not None else image_msg_to_rgb(msg)
+            msg = decode_message(data, msgtype, None)  # an image: rosbags views of data, no copy
+            rgb = decode_image(src, msg) if src is not None else IMAGE_READERS[msgtype][1](msg)
+            if key in self._roundtrip:  # served as the dataset's video shows it (image_codec_roundtrip)
+                rgb = self._roundtrip[key](rgb)
         except ValueError as exc:
             self.get_logger().error(f"camera {key}: {exc}", throttle_duration_sec=5.0)
             return
         self.controller.obs.push_image(key, rgb, stamp_to_ns(msg.header.stamp))
 
     def _on_env_state(self, topic: str, msg) -> None:
-        if self.controller is None:
+        if self.controller is None or (self.link is not None and self.link.drop()):
             return
         try:
             values, stamp_ns, _ = self.deployment.contract.extract(topic, msg)
@@ -282,38 +311,20 @@ class PolicyNode(LifecycleNode):
         pub = self._pub_cmd
         if pub is None or not self._ok():
             return
-        values = [float(v) for v in positions]
+        msgtype = COMMAND_INTERFACES[self.cfg.command_interface][0]
+        period = 1.0 / (self._fps * self.cfg.interpolation_multiplier)
         stamp = self.get_clock().now().to_msg()
-        names = list(self._joint_names)
-        if self.cfg.command_interface == "joint_state":
-            msg = JointState(name=names, position=values)
-            msg.header.stamp = stamp
-        elif self.cfg.command_interface == "forward_position":
-            msg = Float64MultiArray(data=values)
-        else:
-            period = 1.0 / (self._fps * self.cfg.interpolation_multiplier)
-            msg = JointTrajectory(joint_names=names)
-            msg.header.stamp = stamp
-            msg.points = [JointTrajectoryPoint(positions=values, time_from_start=_duration(period))]
+        msg = command_message(msgtype, self._joint_names, positions, stamp, period)
         publish_unless_shut_down(pub, msg, self.context)
 
     def _on_chunk(self, info: ChunkInfo) -> None:
-        if not self.cfg.publish_chunks or not self._ok():
+        if not self._ok():
             return
-        msg = ActionChunk(
-            policy_type=self.policy.config.type,
-            chunk_index=info.index,
-            inference_latency_s=info.latency_s,
-            actions_skipped=info.skipped,
-        )
-        msg.header.stamp = ns_to_stamp(info.obs_stamp_ns, Time)
-        msg.trajectory.joint_names = list(self._action_names)
-        period = 1.0 / self._fps
-        msg.trajectory.points = [
-            JointTrajectoryPoint(positions=[float(v) for v in row], time_from_start=_duration(k * period))
-            for k, row in enumerate(info.chunk)
-        ]
-        publish_unless_shut_down(self.pub_chunk, msg, self.context)
+        if self.cfg.inference == "serve":  # to the robot host
+            self.link.publish(info, self.policy.config.type, self._action_names, self._fps)
+        elif self.cfg.publish_chunks:  # for inspection
+            msg = chunk_message(info, self.policy.config.type, self._action_names, self._fps)
+            publish_unless_shut_down(self.pub_chunk, msg, self.context)
 
     def _on_controller_state(self, state: str, message: str) -> None:
         note = self.controller.priority_note if self.controller is not None else ""
@@ -394,7 +405,6 @@ class PolicyNode(LifecycleNode):
             return response
         with self._lock:
             c.stop()
-            self._chunk_index = 0
             c.start()
         response.success, response.message = True, "action queue and observation history reset"
         return response
@@ -469,17 +479,15 @@ class PolicyNode(LifecycleNode):
         return self._exit_code
 
 
-def _duration(seconds: float) -> Duration:
-    return ns_to_stamp(round(seconds * NS_PER_S), Duration)
-
-
 def main(args=None) -> int:
     return run_node(
         PolicyNode,
         args,
         errors=(ValueError,),  # bad parameter values
         error_prefix="policy: error",
-        executor=partial(MultiThreadedExecutor, num_threads=3),
+        # a RunPolicy goal holds a thread for its whole run; two cameras, the joint states and the
+        # services and timers each get one beside it
+        executor=partial(MultiThreadedExecutor, num_threads=5),
         on_exit=PolicyNode.shutdown_safely,
     )
 

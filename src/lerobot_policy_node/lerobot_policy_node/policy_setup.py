@@ -12,19 +12,21 @@ from typing import Any
 
 import numpy as np
 
+from lerobot_core.command import COMMAND_INTERFACES
 from lerobot_core.contract import UNITS, Contract
 from lerobot_core.robots import SO_JOINTS, get_robot_spec
 from lerobot_core.ros.params import declare
 from lerobot_core.safety import SafetyLimits
-from lerobot_runtime import load_policy
+from lerobot_runtime import load_policy, read_policy_config
 
 from .action_path import scheduler_config
 from .action_queue import QUEUE_MODES, SchedulerConfig
 from .controller import joint_mapper
 from .deployment import LEROBOT_DEFAULT_UNITS, Deployment, fit_checkpoint, from_contract
 from .observation import ENV_STATE_KEY, ObservationBuilder, ObservationSpec
+from .remote import INFERENCE_MODES, ConfigOnlyPolicy
 
-COMMAND_INTERFACES = ("joint_state", "forward_position", "joint_trajectory")
+IMAGE_TRANSPORTS = ("raw", "compressed")
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,14 @@ class PolicyNodeConfig:
     contract: str = ""
     dataset_root: str = ""
     dataset_units: str = ""
+    inference: str = "local"
+    remote_chunk_topic: str = "policy/remote_chunk"
+    max_chunk_age_s: float = 0.5
+    source_timeout_s: float = 1.0
+    link_delay_ms: float = 0.0
+    link_loss_percent: float = 0.0
+    image_codec_roundtrip: bool = False
+    image_transport: str = "raw"
 
 
 @dataclass(frozen=True)
@@ -192,10 +202,65 @@ def read_parameters(node) -> PolicyNodeConfig:
             f"units of the training data when info.json does not say: {' | '.join(UNITS)}; empty = "
             f"from info.json ({LEROBOT_DEFAULT_UNITS} for a dataset recorded by LeRobot)",
         ),
+        inference=p(
+            "inference",
+            "local",
+            f"{' | '.join(INFERENCE_MODES)}: local = this node infers and commands; remote = it commands the "
+            "robot from chunks received on remote_chunk_topic (no model loaded, only its config); serve = "
+            "it infers from the robot's topics and publishes chunks there, commanding nothing",
+        ),
+        remote_chunk_topic=p(
+            "remote_chunk_topic",
+            "policy/remote_chunk",
+            "lerobot_msgs/ActionChunk topic between the two hosts",
+        ),
+        max_chunk_age_s=p(
+            "max_chunk_age_s",
+            0.5,
+            "remote: a chunk whose observation is older than this on the robot's clock is never executed [s]",
+            range=(0.001, 60.0),
+        ),
+        source_timeout_s=p(
+            "source_timeout_s",
+            1.0,
+            "remote: an inference host silent this long is released (another may drive) [s]",
+            range=(0.01, 600.0),
+        ),
+        link_delay_ms=p(
+            "link_delay_ms",
+            0.0,
+            "serve: added round-trip delay, injected by this node (half on the observations it reads, half "
+            "on the chunks it publishes) to test a slow link [ms]",
+            range=(0.0, 10000.0),
+        ),
+        link_loss_percent=p(
+            "link_loss_percent",
+            0.0,
+            "serve: share of observation messages and of chunks this node drops, to test a lossy link [%]",
+            range=(0.0, 100.0),
+        ),
+        image_transport=p(
+            "image_transport",
+            "raw",
+            f"{' | '.join(IMAGE_TRANSPORTS)}: compressed = read each camera's <topic>/compressed (JPEG, what the "
+            "camera nodes publish with publish_compressed and the sims on demand) instead of raw frames, as "
+            "an inference host on a link does (docs/remote_inference.md); a contract's compressed camera stays",
+        ),
+        image_codec_roundtrip=p(
+            "image_codec_roundtrip",
+            False,
+            "pass each camera frame through the dataset's video codec and back (libsvtav1 crf 30, keyframe "
+            "every 2 frames, as recorded) before the policy sees it, so it is served what it trained on; "
+            "about 10 ms per 96x128 frame (docs/closed_loop.md, train/serve skew)",
+        ),
     )
+    if cfg.inference not in INFERENCE_MODES:
+        raise ValueError(f"parameter inference={cfg.inference!r}: use one of {INFERENCE_MODES}")
+    if cfg.image_transport not in IMAGE_TRANSPORTS:
+        raise ValueError(f"parameter image_transport={cfg.image_transport!r}: use one of {IMAGE_TRANSPORTS}")
     if cfg.command_interface not in COMMAND_INTERFACES:
         raise ValueError(
-            f"parameter command_interface={cfg.command_interface!r}: use one of {COMMAND_INTERFACES}"
+            f"parameter command_interface={cfg.command_interface!r}: use one of {tuple(COMMAND_INTERFACES)}"
         )
     if cfg.queue_mode not in QUEUE_MODES:
         raise ValueError(f"parameter queue_mode={cfg.queue_mode!r}: use one of {QUEUE_MODES}")
@@ -234,7 +299,10 @@ def set_up(cfg: PolicyNodeConfig, path: str, device: str, warn: Callable[[str], 
     deployment: Deployment | None = None
     if cfg.contract:
         deployment = from_contract(Contract.load(cfg.contract))
-    policy = load_policy(path, device=device or "cpu")
+    remote = cfg.inference == "remote"  # the model runs elsewhere: its config is enough here
+    policy = (
+        ConfigOnlyPolicy(read_policy_config(path)[1]) if remote else load_policy(path, device=device or "cpu")
+    )
     pc = policy.config
     fps = float(deployment.fps) if deployment else cfg.fps
     if deployment is not None:
@@ -274,12 +342,12 @@ def set_up(cfg: PolicyNodeConfig, path: str, device: str, warn: Callable[[str], 
     obs = ObservationBuilder(
         ObservationSpec(
             state_names=tuple(state_names),
-            image_shapes=dict(pc.image_features),
+            image_shapes={} if remote else dict(pc.image_features),  # remote: the joints, for safety
             fps=fps,
             max_age_s=cfg.max_observation_age_s,
             deg=cfg.joint_units == "deg",
             state_affine=(deployment.state.scale, deployment.state.offset) if deployment else None,
-            env_state_dim=env_state_dim(pc, deployment),
+            env_state_dim=0 if remote else env_state_dim(pc, deployment),
         )
     )
     return PolicySetup(

@@ -18,6 +18,7 @@ import time
 import numpy as np
 
 from lerobot_core import cli
+from lerobot_core.command import COMMAND_INTERFACES
 from lerobot_core.hub import HubError, resolve_dataset
 from lerobot_core.joint_map import index_plan
 from lerobot_core.safety import SafetyLimits
@@ -26,11 +27,6 @@ from lerobot_dataset.episode_actions import UNITS, load_episode_actions, to_radi
 
 from .replay import plan_replay
 
-COMMAND_TOPICS = {
-    "joint_state": "joint_commands",
-    "forward_position": "forward_position_controller/commands",
-    "joint_trajectory": "joint_trajectory_controller/joint_trajectory",
-}
 PROG = "lerobot-ros-replay"
 
 
@@ -61,7 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--episode", type=cli.non_negative_int, required=True, help="episode_index to replay")
     p.add_argument(
         "--command-interface",
-        choices=tuple(COMMAND_TOPICS),
+        choices=tuple(COMMAND_INTERFACES),
         default="joint_state",
         help="joint_state: sensor_msgs/JointState on joint_commands; forward_position: "
         "Float64MultiArray on forward_position_controller/commands (the robot's joint order); "
@@ -186,6 +182,7 @@ class _Replayer:
         from sensor_msgs.msg import JointState
 
         from lerobot_core.ros import qos
+        from lerobot_core.ros.device import message_class
 
         self.rclpy, self.interface, self.joints, self.fps = rclpy, interface, joints, fps
         self.node = rclpy.create_node("lerobot_ros_replay")
@@ -198,20 +195,8 @@ class _Replayer:
             self._on_joints,
             qos.JOINTS_IN,
         )
-        msg_type = self._msg_types()[interface]
-        self.pub = self.node.create_publisher(msg_type, COMMAND_TOPICS[interface], qos.RELIABLE)
-
-    @staticmethod
-    def _msg_types():
-        from sensor_msgs.msg import JointState
-        from std_msgs.msg import Float64MultiArray
-        from trajectory_msgs.msg import JointTrajectory
-
-        return {
-            "joint_state": JointState,
-            "forward_position": Float64MultiArray,
-            "joint_trajectory": JointTrajectory,
-        }
+        self.msgtype, topic = COMMAND_INTERFACES[interface]
+        self.pub = self.node.create_publisher(message_class(self.msgtype), topic, qos.RELIABLE)
 
     def _on_joints(self, msg) -> None:
         plan = index_plan(msg.name[: len(msg.position)], self.joints)
@@ -235,29 +220,13 @@ class _Replayer:
         return self.node.resolve_topic_name(relative)
 
     def publish(self, positions: np.ndarray, order: list[str]) -> None:
-        from builtin_interfaces.msg import Duration
-        from sensor_msgs.msg import JointState
-        from std_msgs.msg import Float64MultiArray
-        from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
-
-        from lerobot_core.time import seconds_to_stamp
+        from lerobot_core.ros.commands import command_message
 
         by_name = dict(zip(self.joints, (float(v) for v in positions), strict=True))
-        values = [by_name[j] for j in order]
         stamp = self.node.get_clock().now().to_msg()
-        if self.interface == "joint_state":
-            msg = JointState(name=list(order), position=values)
-            msg.header.stamp = stamp
-        elif self.interface == "forward_position":
-            msg = Float64MultiArray(data=values)
-        else:
-            period = 1.0 / self.fps
-            msg = JointTrajectory(joint_names=list(order))
-            msg.header.stamp = stamp
-            msg.points = [
-                JointTrajectoryPoint(positions=values, time_from_start=seconds_to_stamp(period, Duration))
-            ]
-        self.pub.publish(msg)
+        self.pub.publish(
+            command_message(self.msgtype, order, [by_name[j] for j in order], stamp, 1.0 / self.fps)
+        )
 
 
 def _spin(executor, stop: threading.Event) -> None:
@@ -298,7 +267,7 @@ def _run(args, ros_args: list[str]) -> int:
                         f"{args.wait_s:g} s (--wait-s): is the robot or the sim running, in this ROS_DOMAIN_ID?"
                     )
                 time.sleep(0.02)
-            command_topic = replayer.topic(COMMAND_TOPICS[args.command_interface])
+            command_topic = replayer.topic(COMMAND_INTERFACES[args.command_interface][1])
             # else the first commands go nowhere (or to the robot but not to a monitor matched later)
             while (subscribers := replayer.pub.get_subscription_count()) < args.min_subscribers:
                 if time.monotonic() > deadline:

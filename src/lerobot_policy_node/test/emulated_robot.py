@@ -6,6 +6,7 @@ any of the three command topics (first-order lag, bounded speed). Options:
     --camera-stop-after S   stop publishing images after S seconds (stale input)
 SIGUSR1 stops the images too, when the test has seen what it waits for (stale input on cue).
     --duration S            exit after S seconds
+    --jpeg-quality Q        also publish cameras/front/image_raw/compressed (JPEG at quality Q)
 """
 
 import argparse
@@ -15,19 +16,29 @@ import time
 import numpy as np
 import rclpy
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
-from sensor_msgs.msg import Image, JointState
+from sensor_msgs.msg import CompressedImage, Image, JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
-from lerobot_core.image_conversion import fill_image_msg
+from lerobot_core.image_conversion import encode_compressed, fill_image_msg
 
 JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
+
+
+def camera_image(pos) -> np.ndarray:
+    """The camera's 320x240 picture of the arm at joint positions `pos` (the tests compute it too)."""
+    img = np.zeros((240, 320, 3), np.uint8)
+    img[..., 0] = int(127 + 100 * np.tanh(pos[0]))
+    img[:120, :, 1] = int(127 + 100 * np.tanh(pos[1]))
+    img[:, :160, 2] = 200
+    return img
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--camera-stop-after", type=float, default=-1.0)
     ap.add_argument("--duration", type=float, default=60.0)
+    ap.add_argument("--jpeg-quality", type=int, default=-1)
     args = ap.parse_args()
     camera_stopped = {"on_cue": False}
     signal.signal(signal.SIGUSR1, lambda *_: camera_stopped.update(on_cue=True))
@@ -63,6 +74,9 @@ def main():
     )
     pub_js = node.create_publisher(JointState, "joint_states", QoSProfile(depth=10))
     pub_img = node.create_publisher(Image, "cameras/front/image_raw", qos_profile_sensor_data)
+    pub_jpeg = node.create_publisher(
+        CompressedImage, "cameras/front/image_raw/compressed", qos_profile_sensor_data
+    )
 
     def joints_tick():
         nonlocal pos
@@ -76,14 +90,15 @@ def main():
             return
         if args.camera_stop_after >= 0 and time.monotonic() - t0 > args.camera_stop_after:
             return
-        img = np.zeros((240, 320, 3), np.uint8)
-        img[..., 0] = int(127 + 100 * np.tanh(pos[0]))
-        img[:120, :, 1] = int(127 + 100 * np.tanh(pos[1]))
-        img[:, :160, 2] = 200
+        img = camera_image(pos)
         msg = fill_image_msg(Image(), img, "rgb8")
         msg.header.stamp = node.get_clock().now().to_msg()
         msg.header.frame_id = "front"
         pub_img.publish(msg)
+        if args.jpeg_quality >= 0:
+            comp = CompressedImage(header=msg.header)
+            comp.format, comp.data = encode_compressed(img, "jpeg", args.jpeg_quality)
+            pub_jpeg.publish(comp)
 
     node.create_timer(0.01, joints_tick)
     node.create_timer(1 / 30, camera_tick)

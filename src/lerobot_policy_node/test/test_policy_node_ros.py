@@ -27,6 +27,8 @@ from lerobot_msgs.action import RunPolicy  # noqa: E402
 from lerobot_msgs.msg import ActionChunk, PolicyStatus  # noqa: E402
 from lerobot_msgs.srv import LoadPolicy  # noqa: E402
 
+from .emulated_robot import camera_image  # noqa: E402
+
 ROBOT = Path(__file__).resolve().parent / "emulated_robot.py"
 MAX_STEP = 0.05
 STATUS_QOS = QoSProfile(
@@ -235,3 +237,85 @@ def test_load_policy_service_and_run_action(ros_node, tmp_path):
     assert any(s.task == "pick the cube" for s in status.messages)
     p = np.array([m.points[0].positions for m in traj.messages])
     assert np.all(np.isfinite(p)) and np.abs(np.diff(p, axis=0)).max() <= MAX_STEP + 1e-9
+
+
+def _first_chunk_offline(images: list[np.ndarray]) -> list[np.ndarray]:
+    """ACT_SMALL's chunk for the emulated arm at rest (joints 0) seeing each of `images`."""
+    from lerobot_policy_node.observation import rgb_to_chw_float
+    from lerobot_runtime import load_policy
+
+    policy = load_policy(str(ACT_SMALL))
+    shape = policy.config.image_features["observation.images.front"]
+    out = []
+    for img in images:
+        batch = {
+            "observation.state": np.zeros((1, 1, 6), np.float32),
+            "observation.images.front": rgb_to_chw_float(img, shape)[None, None],
+        }
+        policy.reset()
+        out.append(np.asarray(policy.predict_action_chunk(batch), dtype=np.float64)[0])
+    return out
+
+
+# the node's commands go here, which the emulated arm does not hear: it stays at rest, so every chunk
+# is the policy's output for the at-rest picture (under load the collector may join after the first)
+UNHEARD = {"joint_commands": "not_the_arm/joint_commands"}
+
+
+def assert_chunks_are_one_of(chunks: list, expected: list[np.ndarray]) -> None:
+    for chunk in chunks:
+        served = np.array([p.positions for p in chunk.trajectory.points])
+        errors = [float(np.abs(served - e).max()) for e in expected]
+        assert min(errors) <= 1e-5, errors
+
+
+@pytest.mark.parametrize("roundtrip", [False, True])
+def test_image_codec_roundtrip_serves_what_the_dataset_video_holds(ros_node, roundtrip):
+    """image_codec_roundtrip:=true: the policy sees each camera frame through the recorder's codec and
+    back (keyframe or predicted frame), false: the raw frame. The arm stays at rest (UNHEARD), so every
+    chunk is the policy's output for exactly one of those pictures."""
+    from lerobot_dataset.roundtrip import CodecRoundTrip
+
+    at_rest = camera_image(np.zeros(6))  # emulated_robot's camera with every joint at 0
+    stream = CodecRoundTrip()
+    keyframe, predicted = stream(at_rest), stream(at_rest)
+    raw, via_key, via_predicted = _first_chunk_offline([at_rest, keyframe, predicted])
+    assert np.abs(raw - via_key).max() > 1e-3 and np.abs(raw - via_predicted).max() > 1e-3
+
+    chunks = MessageCollector(ros_node, ActionChunk, "policy/action_chunk")
+    params = policy_params(image_codec_roundtrip=roundtrip)
+    with (
+        EmulatedRobot(),
+        RosProcess("lerobot_policy_node", "policy", parameters=params, remappings=UNHEARD),
+    ):
+        got = chunks.wait(3, timeout=30)
+    assert_chunks_are_one_of(got[:3], [via_key, via_predicted] if roundtrip else [raw])
+
+
+def test_image_transport_compressed_reads_the_jpeg_stream(ros_node):
+    """image_transport:=compressed (deploy_remote_gpu's default): the node subscribes to
+    cameras/front/image_raw/compressed and infers from the decoded JPEG, not from image_raw."""
+    from types import SimpleNamespace
+
+    from lerobot_core.image_conversion import compressed_msg_to_rgb, encode_compressed
+
+    at_rest = camera_image(np.zeros(6))  # emulated_robot's camera with every joint at 0
+    fmt, data = encode_compressed(at_rest, "jpeg", 20)
+    jpeg = compressed_msg_to_rgb(SimpleNamespace(format=fmt, data=data))
+    raw, via_jpeg = _first_chunk_offline([at_rest, jpeg])
+    assert np.abs(raw - via_jpeg).max() > 1e-3
+
+    chunks = MessageCollector(ros_node, ActionChunk, "policy/action_chunk")
+    params = policy_params(image_transport="compressed")
+    with (
+        EmulatedRobot("--jpeg-quality", 20),
+        RosProcess("lerobot_policy_node", "policy", parameters=params, remappings=UNHEARD),
+    ):
+        got = chunks.wait(3, timeout=30)
+        subs = [
+            topic
+            for topic, _ in ros_node.get_subscriber_names_and_types_by_node("policy", "/")
+            if "cameras" in topic
+        ]
+    assert subs == ["/cameras/front/image_raw/compressed"], subs
+    assert_chunks_are_one_of(got[:3], [via_jpeg])

@@ -6,7 +6,6 @@ from lerobot_policy_node.observation import (
     ObservationBuilder,
     ObservationSpec,
     StaleObservationError,
-    camera_name,
     rgb_to_chw_float,
 )
 
@@ -115,7 +114,3 @@ def test_resize_area_average():
     out = rgb_to_chw_float(img, (3, 2, 2))
     np.testing.assert_allclose(out[:, 0, 0], 200 / 255, atol=1e-6)
     np.testing.assert_allclose(out[:, 1, 1], 0.0)
-
-
-def test_camera_name():
-    assert camera_name("observation.images.wrist") == "wrist"

@@ -1,26 +1,18 @@
 """rosbags helpers shared by bag import, bag export and their tests (ROS-free: pure rosbags).
 
-The typestore is ROS 2 Kilted's (same definitions and CDR as Jazzy for every type used here).
+The typestore is lerobot_core.cdr's (ROS 2 Kilted's).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from rosbags.typesys import Stores, get_typestore
 
+from lerobot_core import cdr
+from lerobot_core.cdr import typestore
 from lerobot_core.image_conversion import encode_compressed, fill_image_msg
 from lerobot_core.time import ns_to_stamp
 
 from .bag_read import decode_joint_state
-
-_TYPESTORE = None
-
-
-def typestore():
-    global _TYPESTORE
-    if _TYPESTORE is None:
-        _TYPESTORE = get_typestore(Stores.ROS2_KILTED)
-    return _TYPESTORE
 
 
 def _t(name: str):
@@ -90,11 +82,8 @@ def serialize(msg) -> bytes:
 
 
 def deserialize(raw: bytes | memoryview, msgtype: str):
-    store = typestore()
     if msgtype == "sensor_msgs/msg/JointState":
-        msg = decode_joint_state(raw, store.types)
+        msg = decode_joint_state(raw, typestore().types)
         if msg is not None:
             return msg
-    # through a memoryview: rosbags slices off the CDR header, which on bytes copies the whole
-    # payload (a VGA frame per image message); the arrays it returns are read-only views either way
-    return store.deserialize_cdr(memoryview(raw), msgtype)
+    return cdr.deserialize(raw, msgtype)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 
 class State(enum.IntEnum):
@@ -108,15 +108,6 @@ class EpisodeController:
     def restart_phase(self, now: float) -> None:
         """The current phase counts from ``now`` (the recorder: from when the episode's data window opened)."""
         self.phase_start = now
-
-    def phase_length(self) -> float:
-        if self.plan is None:
-            return 0.0
-        if self.state == State.RECORDING:
-            return self.plan.episode_time_s
-        if self.state == State.RESETTING:
-            return self.plan.reset_time_s
-        return 0.0
 
     def _require_open(self, what: str) -> None:
         if self.state == State.FINALIZED:
@@ -267,9 +258,6 @@ class EpisodeController:
         if self.state == State.RESETTING and now - self.phase_start >= self.plan.reset_time_s:
             return self._end_reset(now)
         return []
-
-    def with_config(self, **changes) -> EpisodeConfig:
-        return replace(self.config, **changes)
 
 
 # what delimits a recorded episode: the episode clock (episode_time_s) or the simulation's own episodes

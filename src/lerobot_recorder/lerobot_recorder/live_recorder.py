@@ -97,7 +97,6 @@ class LiveRecorder(SimEpisodeRouting, EpisodeCommands):
         # lockstep: on_taken(t) says every required stamped stream has been taken in up to stamp t
         # (handed to the aligner and the writer, whose full encoder queue blocks this: backpressure)
         self._on_taken = on_taken
-        self._lockstep = on_taken is not None
         self._taken: dict[str, int] = {}
         self._acked_ns = -1
         check_episode_boundaries(cfg.episode_boundaries)

@@ -32,24 +32,18 @@ import time
 from pathlib import Path
 
 from rosbags.rosbag2 import StoragePlugin, Writer
-from rosbags.typesys import Stores, get_typestore
+from rosbags.typesys import Stores
+
+from lerobot_core import cdr
 
 __all__ = ["RawBagError", "RawBagWriter", "ThreadedBagWriter", "RawRecording", "EPISODE_DIR"]
 
 EPISODE_DIR = "episode_{:06d}"
 _EPISODE_RE = re.compile(r"^episode_(\d{6})$")
-_TYPESTORE = None
 
 
 class RawBagError(RuntimeError):
     pass
-
-
-def default_typestore():
-    global _TYPESTORE
-    if _TYPESTORE is None:
-        _TYPESTORE = get_typestore(Stores.ROS2_KILTED)
-    return _TYPESTORE
 
 
 class RawBagWriter:
@@ -61,7 +55,7 @@ class RawBagWriter:
             raise RawBagError(
                 f"{self.path} already exists; a raw bag is never written over an existing folder"
             )
-        typestore = typestore or default_typestore()
+        typestore = typestore or cdr.typestore()
         unknown = {t: m for t, m in topics.items() if m not in typestore.types}
         if unknown:
             raise RawBagError(

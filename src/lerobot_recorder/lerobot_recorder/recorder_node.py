@@ -35,20 +35,18 @@ from rclpy.duration import Duration
 from rclpy.exceptions import InvalidHandle
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy_impl
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
-from rclpy.serialization import deserialize_message
 from std_msgs.msg import Header
 from std_srvs.srv import Trigger
 
 from lerobot_core.contract import Contract, ContractError
-from lerobot_core.contract.schema import IMAGE_TYPES
 from lerobot_core.ros import qos
 from lerobot_core.ros.device import message_class
 from lerobot_core.ros.node import publish_unless_shut_down, run_node
+from lerobot_core.ros.serialized import decode_message
 from lerobot_core.time import NS_PER_S, ns_to_stamp
 from lerobot_msgs.action import RecordEpisode
 from lerobot_msgs.msg import EpisodeInfo, RecorderStatus
 from lerobot_msgs.srv import StartEpisode
-from lerobot_recorder import bag_io
 from lerobot_recorder.episode_control import EpisodeError, State
 from lerobot_recorder.live_recorder import LiveRecorder, NoMessageYetError, RecorderError
 from lerobot_recorder.recorder_params import RecorderNodeConfig, declare_parameters, read_config
@@ -61,21 +59,6 @@ QOS_TICK_ACK = qos.RELIABLE
 QOS_STATUS = qos.LATCHED
 QOS_IMAGES = qos.SENSOR
 QOS_RELIABLE = qos.RECORDED
-
-
-def decode_message(data: bytes, msgtype: str, cls):
-    """A serialized message (what a raw subscription delivers) -> the message the worker extracts from.
-
-    An image decodes through rosbags into read-only views of ``data``: ``bytes`` never change, so
-    ``image_msg_to_array`` shares them and the pixels reach the encoder's own pass (its I420
-    conversion) without a copy. The one copy they have had is rclpy's, from its serialized-message
-    buffer (freed after the take) into ``data``. rclpy's ``deserialize_message`` would copy them twice
-    more (into a C message, then into an ``array.array``) and the conversion once again (an
-    ``array.array`` can be written to, so it is not shared). Other types go through rclpy.
-    """
-    if msgtype in IMAGE_TYPES:
-        return bag_io.deserialize(data, msgtype)
-    return deserialize_message(data, cls)
 
 
 class RecorderNode(RecorderRequests, LifecycleNode):

@@ -1,7 +1,7 @@
 """The recorder's hot path: a camera frame from the serialized message to the video encoder, not copied.
 
 The recorder node subscribes raw (serialized bytes, copied once by rclpy out of its own buffer), its
-worker decodes with ``recorder_node.decode_message`` and hands the frame to the encoder through the
+worker decodes with ``lerobot_core.ros.serialized.decode_message`` and hands the frame to the encoder through the
 contract and the dataset writer. Here the real worker (``LiveRecorder``) records rgb8 images that
 rclpy serialized, and the frames ``CameraEncoder.put`` receives are checked to be the very bytes of
 those messages (``np.shares_memory``), with the same pixels.
@@ -22,11 +22,11 @@ from sensor_msgs.msg import Image, JointState
 from lerobot_core.contract import Contract
 from lerobot_core.image_conversion import fill_image_msg
 from lerobot_core.ros.device import message_class
+from lerobot_core.ros.serialized import decode_message
 from lerobot_dataset import DatasetReader, video
 from lerobot_recorder.episode_control import EpisodeConfig
 from lerobot_recorder.live_recorder import LiveConfig, LiveRecorder
 from lerobot_recorder.live_types import RESULT_SAVED
-from lerobot_recorder.recorder_node import decode_message
 
 JOINTS = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
 CAMERA = "/cameras/front/image_raw"

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .resnet import FEATURE_CHANNELS, ResNetFeatures
+from .resnet import FEATURE_CHANNELS, ResNetTrunk
 
 OBS_STATE = "observation.state"
 OBS_ENV_STATE = "observation.environment_state"
@@ -177,7 +177,7 @@ class ACTModel(nn.Module):
             raise ValueError("replace_final_stride_with_dilation is not supported with ResNet basic blocks")
         self.arch = a
         d = a.dim_model
-        self.backbone = ResNetFeatures(a.vision_backbone) if a.image_keys else None
+        self.backbone = ResNetTrunk(a.vision_backbone) if a.image_keys else None
         self.encoder_layers = nn.ModuleList(EncoderLayer(a) for _ in range(a.n_encoder_layers))
         self.encoder_norm = nn.LayerNorm(d) if a.pre_norm else nn.Identity()
         self.decoder_layers = nn.ModuleList(DecoderLayer(a) for _ in range(a.n_decoder_layers))

@@ -4,7 +4,7 @@ Conditioning: for each of the `n_obs_steps` observations, the normalized state, 
 per camera and the environment state (if any) are concatenated; the steps are then flattened into
 one global conditioning vector. A camera's feature vector comes from its RGB encoder: optional
 resize (bilinear, antialiased), center crop to `crop_shape` (eval behaviour), a ResNet trunk (GroupNorm
-or batch norm, `diffusion_resnet`), a 1x1 conv to `spatial_softmax_num_keypoints` maps, spatial
+or batch norm, `resnet`), a 1x1 conv to `spatial_softmax_num_keypoints` maps, spatial
 soft-argmax to (x, y) keypoints on a [-1, 1] grid, then a linear layer with ReLU. Cameras share one
 encoder, or have one each (`use_separate_rgb_encoder_per_camera`).
 
@@ -28,8 +28,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .diffusion_resnet import FEATURE_CHANNELS, ResNetTrunk
 from .diffusion_sampler import Sampler, SamplerConfig
+from .resnet import FEATURE_CHANNELS, ResNetTrunk
 
 OBS_STATE = "observation.state"
 OBS_ENV_STATE = "observation.environment_state"
@@ -184,7 +184,7 @@ class RgbEncoder(nn.Module):
     def __init__(self, a: DiffusionArch):
         super().__init__()
         self.resize_shape, self.crop_shape = a.resize_shape, a.crop_shape
-        self.backbone = ResNetTrunk(a.vision_backbone, group_norm=a.use_group_norm)
+        self.backbone = ResNetTrunk(a.vision_backbone, group_norm=a.use_group_norm, names="sequential")
         self.pool = SpatialSoftArgmax(a.num_keypoints)
         self.out = nn.Linear(2 * a.num_keypoints, 2 * a.num_keypoints)
 

@@ -66,7 +66,7 @@ class SimBridgeNode(ObservationPublishing, LifecycleNode):
         self.session: SimSession | None = None
         self._active = False
         self._pubs: dict[str, Any] = {}
-        self._cam_pubs: dict[str, tuple[Any, Any]] = {}
+        self._cam_pubs: dict[str, tuple[Any, Any, Any]] = {}  # image_raw, camera_info, compressed
         self._subs: list[Any] = []
         self._srv = None
         self._timer = None

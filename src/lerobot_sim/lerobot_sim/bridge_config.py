@@ -28,6 +28,7 @@ class BridgeConfig:
     robot_description_file: str
     idle_republish_s: float
     required_consumers: tuple[str, ...] = ()
+    jpeg_quality: int = 90
 
 
 def common_parameters(default_env_id: str, default_state_names: Sequence[str]) -> list[tuple[str, Any, str]]:
@@ -65,6 +66,12 @@ def common_parameters(default_env_id: str, default_state_names: Sequence[str]) -
             "lockstep: node names that must acknowledge each tick on sim/tick_ack before the sim steps "
             "past it (e.g. [recorder]); the sim stops when one of them leaves the graph",
         ),
+        (
+            "jpeg_quality",
+            90,
+            "JPEG quality (1-100) of cameras/<name>/image_raw/compressed, which is built only while "
+            "someone subscribes to it (a policy on another host: docs/remote_inference.md)",
+        ),
         ("autostart", False, "configure and activate right after start"),
     ]
 
@@ -82,6 +89,8 @@ def read_bridge_config(value: Callable[[str], Any]) -> BridgeConfig:
         raise ValueError("parameter env_kwargs must be a JSON object")
     if not value("env_id"):
         raise ValueError("parameter env_id is empty")
+    if not 1 <= int(value("jpeg_quality")) <= 100:
+        raise ValueError(f"parameter jpeg_quality={value('jpeg_quality')} must be in 1..100")
     return BridgeConfig(
         env_id=value("env_id"),
         env_kwargs=kwargs,
@@ -99,4 +108,5 @@ def read_bridge_config(value: Callable[[str], Any]) -> BridgeConfig:
         robot_description_file=value("robot_description_file"),
         idle_republish_s=float(value("idle_republish_s")),
         required_consumers=tuple(n for n in value("required_consumers") if n),
+        jpeg_quality=int(value("jpeg_quality")),
     )

@@ -14,12 +14,13 @@ import numpy as np
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rosgraph_msgs.msg import Clock as ClockMsg
-from sensor_msgs.msg import CameraInfo, Image, JointState
+from sensor_msgs.msg import CameraInfo, CompressedImage, Image, JointState
 from std_msgs.msg import Float64MultiArray
 
-from lerobot_core.image_conversion import fill_image_msg
+from lerobot_core.image_conversion import encode_compressed, fill_image_msg
 from lerobot_core.ros import qos
 from lerobot_core.time import ns_to_stamp
+from lerobot_core.topics import camera_info_topic, camera_topic, compressed_camera_topic
 from lerobot_msgs.msg import EpisodeInfo
 from lerobot_sim.session import StepResult, camera_images
 
@@ -83,11 +84,12 @@ class ObservationPublishing:
         for cam, img in camera_images(obs, self.cfg.single_camera_name).items():
             if cam not in self._cam_pubs:
                 self._cam_pubs[cam] = (
-                    self._observation_publisher(Image, f"cameras/{cam}/image_raw", qos.IMAGES),
-                    self._observation_publisher(CameraInfo, f"cameras/{cam}/camera_info", qos.IMAGES),
+                    self._observation_publisher(Image, camera_topic(cam), qos.IMAGES),
+                    self._observation_publisher(CameraInfo, camera_info_topic(cam), qos.IMAGES),
+                    self._observation_publisher(CompressedImage, compressed_camera_topic(cam), qos.IMAGES),
                 )
                 self._camera_infos[cam] = self._camera_info(cam, int(img.shape[0]), int(img.shape[1]))
-            image_pub, info_pub = self._cam_pubs[cam]
+            image_pub, info_pub, jpeg_pub = self._cam_pubs[cam]
             frame_id = f"{cam}_optical_frame"
             if has_subscribers(image_pub):
                 msg = Image()
@@ -95,6 +97,14 @@ class ObservationPublishing:
                 msg.header.frame_id = frame_id
                 fill_image_msg(msg, np.asarray(img, dtype=np.uint8), "rgb8")
                 image_pub.publish(msg)
+            if has_subscribers(jpeg_pub):  # as a camera node with publish_compressed (image_transport's name)
+                comp = CompressedImage()
+                comp.header.stamp = stamp
+                comp.header.frame_id = frame_id
+                comp.format, comp.data = encode_compressed(
+                    np.asarray(img, dtype=np.uint8), "jpeg", self.cfg.jpeg_quality
+                )
+                jpeg_pub.publish(comp)
             if has_subscribers(info_pub):
                 info = self._camera_infos[cam]
                 info.header.stamp = stamp

@@ -24,6 +24,10 @@ class EvaluationError(RuntimeError):
     """The evaluation could not go on (sim gone for good, bad policy, bad arguments)."""
 
 
+class SimGoneError(EvaluationError):
+    """The sim failed for good: it died or went silent more often than the restarts allowed."""
+
+
 class SimUnavailableError(RuntimeError):
     """The simulation stopped answering or died; the episode may be retried on a restarted sim."""
 
@@ -113,6 +117,35 @@ class CheckpointPolicy:
             return self.path.step(observation)
         except self._non_finite as exc:  # the policy's fault: no sim restart can help
             raise EvaluationError(f"the policy failed, not the sim: {exc}") from exc
+
+
+class CodecRoundTripPolicy:
+    """`policy` served its camera frames as the dataset's video holds them: every HxWx3 uint8 image of an
+    observation passes through the recorder's codec and back (lerobot_dataset.roundtrip), one stream per
+    camera, restarted with each episode as a recorded video is."""
+
+    def __init__(self, policy: Policy, fps: int = 30):
+        self.policy, self.fps = policy, fps
+        self._streams: dict[str, Any] = {}
+
+    def reset(self, seed: int | None) -> None:
+        self._streams.clear()
+        self.policy.reset(seed)
+
+    def select_action(self, observation: dict[str, Any]) -> np.ndarray:
+        from lerobot_dataset.roundtrip import CodecRoundTrip
+
+        served = dict(observation)
+        for key, value in observation.items():
+            if (
+                isinstance(value, np.ndarray)
+                and value.dtype == np.uint8
+                and value.ndim == 3
+                and value.shape[2] == 3
+            ):
+                stream = self._streams.setdefault(key, CodecRoundTrip(fps=self.fps))
+                served[key] = stream(value)
+        return self.policy.select_action(served)
 
 
 class RecordingPolicy:
@@ -283,11 +316,15 @@ def run_episodes(
     settings: EvalSettings,
     on_step: Callable[[int, int], None] | None = None,
     log: Callable[[str], None] = print,
+    done: list[EpisodeMetrics] | None = None,
 ) -> tuple[list[EpisodeMetrics], float, list[str]]:
-    """Run the episodes; a transport that raises SimUnavailableError is rebuilt and the episode rerun."""
+    """Run the episodes; a transport that raises SimUnavailableError is rebuilt and the episode rerun.
+
+    done: a list the finished episodes are appended to as they end (the caller keeps them when a later
+    episode fails)."""
     if settings.n_episodes <= 0:
         raise EvaluationError(f"n_episodes must be positive, got {settings.n_episodes}")
-    episodes: list[EpisodeMetrics] = []
+    episodes: list[EpisodeMetrics] = [] if done is None else done
     videos: list[str] = []
     transport = None
     t0 = time.perf_counter()
@@ -306,7 +343,7 @@ def run_episodes(
                     _close(transport)
                     transport = None
                     if restarts > settings.max_restarts:
-                        raise EvaluationError(
+                        raise SimGoneError(
                             f"episode {i} (seed {seed}): the sim failed {restarts} times, giving up: {exc}"
                         ) from exc
                     log(f"episode {i} (seed {seed}): sim unavailable ({exc}); restarting it ({restarts})")

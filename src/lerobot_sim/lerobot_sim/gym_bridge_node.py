@@ -2,7 +2,8 @@
 
 pixels (dict or single image) -> cameras/<name>/image_raw (observation.images.<name> for the recorder),
 agent_pos -> joint_states (names from state_names) and observation/state, environment_state ->
-observation/environment_state. Actions arrive as Float64MultiArray on forward_position_controller/commands
+observation/environment_state, and stamped on sim/environment_state (a JointState named state_0...: the
+lockstep evaluator matches it to its step by stamp, as every other observation topic). Actions arrive as Float64MultiArray on forward_position_controller/commands
 (the same command topic the robots take), clipped to the env's action space.
 """
 
@@ -10,9 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 from gymnasium import spaces
+from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from lerobot_sim.bridge_base import SimBridgeNode, run_node
+from lerobot_sim.bridge_base import QOS_STATE, SimBridgeNode, run_node
+from lerobot_sim.bridge_publish import has_subscribers
+
+ENV_STATE_TOPIC = "sim/environment_state"
 
 
 class GymBridgeNode(SimBridgeNode):
@@ -21,6 +26,31 @@ class GymBridgeNode(SimBridgeNode):
     def __init__(self, **kwargs):
         super().__init__("gym_bridge", **kwargs)
         self._last_action: np.ndarray | None = None
+
+    def _create_extra_publishers(self) -> None:
+        space = self.session.env.observation_space
+        if isinstance(space, spaces.Dict) and "environment_state" in space.spaces:
+            self._pubs["env_state_stamped"] = self._observation_publisher(
+                JointState, ENV_STATE_TOPIC, QOS_STATE
+            )
+
+    def _publish_extra(self, result, stamp) -> None:
+        pub = self._pubs.get("env_state_stamped")
+        obs = result.observation
+        if (
+            pub is None
+            or not isinstance(obs, dict)
+            or "environment_state" not in obs
+            or not has_subscribers(pub)
+        ):
+            return
+        values = np.asarray(obs["environment_state"], dtype=np.float64).ravel()
+        msg = JointState()
+        msg.header.stamp = stamp
+        msg.header.frame_id = self.cfg.frame_id
+        msg.name = [f"state_{i}" for i in range(values.size)]
+        msg.position = values.tolist()
+        pub.publish(msg)
 
     def _setup_commands(self) -> None:
         self._command_subscription(

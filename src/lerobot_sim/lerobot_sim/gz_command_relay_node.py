@@ -14,11 +14,11 @@ from dataclasses import dataclass
 import numpy as np
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64, Float64MultiArray
-from trajectory_msgs.msg import JointTrajectory
+from std_msgs.msg import Float64
 
 from lerobot_core.command import parse_command
 from lerobot_core.joint_map import index_plan
+from lerobot_core.ros.commands import subscribe_commands
 from lerobot_core.ros.node import run_node
 from lerobot_core.ros.params import declare
 from lerobot_core.safety import CommandError, SafetyLimits
@@ -60,16 +60,7 @@ class GzCommandRelayNode(LifecycleNode):
         }
         self._subs = [
             self.create_subscription(JointState, "joint_states", self._on_state, QOS_STATE),
-            self.create_subscription(JointState, "joint_commands", self._accept, QOS_COMMAND),
-            self.create_subscription(
-                Float64MultiArray, "forward_position_controller/commands", self._accept, QOS_COMMAND
-            ),
-            self.create_subscription(
-                JointTrajectory,
-                "joint_trajectory_controller/joint_trajectory",
-                self._accept,
-                QOS_COMMAND,
-            ),
+            *subscribe_commands(self, self._accept, QOS_COMMAND),
         ]
         return TransitionCallbackReturn.SUCCESS
 

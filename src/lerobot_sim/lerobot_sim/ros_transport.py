@@ -106,13 +106,24 @@ class SimProcess:
         return self.proc.returncode
 
 
-def _die_with_parent() -> None:
+def _load_prctl():
     try:
         import ctypes
 
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
+        return ctypes.CDLL("libc.so.6", use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+# resolved here, not in the child: between fork and exec only the forking thread exists, and an import or
+# a dlopen there could wait forever on a lock another thread of the evaluator held at fork time
+# (multi-task evaluation starts sims from several threads)
+_PRCTL = _load_prctl()
+
+
+def _die_with_parent() -> None:
+    if _PRCTL is not None:
+        _PRCTL(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
 
 
 def _key(stamp) -> tuple[int, int]:
@@ -132,6 +143,7 @@ class RosSimTransport:
         cameras: tuple[str, ...],
         single_image: bool = False,
         cube_pose: bool = False,
+        environment_state: bool = False,
         process: SimProcess | None = None,
         namespace: str = "",
         startup_timeout: float = 60.0,
@@ -146,6 +158,8 @@ class RosSimTransport:
         self._joints: dict[tuple[int, int], JointState] = {}
         self._images: dict[str, dict[tuple[int, int], Image]] = {c: {} for c in self.cameras}
         self._cube: dict[tuple[int, int], PoseStamped] | None = {} if cube_pose else None
+        # the gym bridge's stamped environment state (e.g. Meta-World's full observation)
+        self._env_state: dict[tuple[int, int], JointState] | None = {} if environment_state else None
         self._episode_index = -1
         self._step = 0
 
@@ -171,6 +185,8 @@ class RosSimTransport:
         tables += [(Image, camera_topic(cam), self._images[cam]) for cam in self.cameras]
         if self._cube is not None:
             tables.append((PoseStamped, "sim/cube_pose", self._cube))
+        if self._env_state is not None:
+            tables.append((JointState, "sim/environment_state", self._env_state))
         self._subs = []
         for msg_type, topic, table in tables:
             qos = QOS_IMAGE if msg_type is Image else QOS_STATE
@@ -272,6 +288,8 @@ class RosSimTransport:
             return None
         if self._cube is not None and key not in self._cube:
             return None
+        if self._env_state is not None and key not in self._env_state:
+            return None
         obs: dict[str, Any] = {}
         for cam in self.cameras:
             img = image_msg_to_rgb(self._images[cam][key])
@@ -280,6 +298,8 @@ class RosSimTransport:
         if self._cube is not None:
             p, o = self._cube[key].pose.position, self._cube[key].pose.orientation
             obs["observation.environment_state"] = np.array([p.x, p.y, p.z, o.w, o.x, o.y, o.z])
+        if self._env_state is not None:
+            obs["observation.environment_state"] = np.asarray(self._env_state[key].position, dtype=np.float64)
         ep = EpisodeState(
             episode_index=info.episode_index,
             seed=info.seed,

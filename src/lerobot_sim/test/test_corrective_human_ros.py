@@ -93,8 +93,10 @@ def test_episode_start_handback_is_asked_again_and_a_lost_answer_does_not_wedge_
     # (and the late answer is let go before the test's node goes)
     assert wait_until(lambda: first_answered, LATE_ANSWER_S + 5)
     assert times[1] < first_answered[0], (times, first_answered)
-    # a refused hand-back is asked again, at most every 0.5 s
-    assert times[2] - times[1] >= 0.45, times
+    # a refused hand-back is asked again, at most every 0.5 s: the times are when the requests reached
+    # this server, so a late delivery of the second shortens the gap it measures (CI, loaded: 0.448 s).
+    # A node that asked again at once, without its pause, would show milliseconds here.
+    assert times[2] - times[1] >= 0.25, times
 
 
 @pytest.mark.parametrize(

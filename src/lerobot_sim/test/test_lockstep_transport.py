@@ -44,15 +44,17 @@ def test_topics_without_subscribers_are_not_built():
         read = ("joint_states", "episode_info", "cube_pose")
         for key in list(node._pubs):
             node._pubs[key] = _CountingPublisher(1 if key in read else 0)
-        image, info = _CountingPublisher(1), _CountingPublisher(0)
-        node._cam_pubs["front"] = (image, info)
+        image, info, jpeg = _CountingPublisher(1), _CountingPublisher(0), _CountingPublisher(0)
+        node._cam_pubs["front"] = (image, info, jpeg)
         result = node.session.step(node._target)
         node._publish(result)
         sent = {key: len(pub.sent) for key, pub in node._pubs.items()}
         assert sent["joint_states"] == sent["episode_info"] == sent["cube_pose"] == 1
         assert sent["clock"] == 1  # latched: always current, even with no one listening yet
         assert sent["state"] == sent["joint_states_lerobot"] == 0
-        assert len(image.sent) == 1 and len(info.sent) == 0
+        assert (
+            len(image.sent) == 1 and len(info.sent) == 0 and len(jpeg.sent) == 0
+        )  # no JPEG encoded for no one
         msg = image.sent[0]
         assert (msg.height, msg.width, msg.encoding) == (24, 32, "rgb8")
         pixels = np.frombuffer(msg.data, np.uint8).reshape(24, 32, 3)

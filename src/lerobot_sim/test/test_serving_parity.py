@@ -50,3 +50,56 @@ def test_in_process_side_applies_the_sim_nodes_command_safety():
     assert safe.shape == raw.shape == (10, 6)
     assert np.abs(np.diff(safe, axis=0)).max() > 0  # the policy's actions change from step to step
     assert np.abs(safe - raw).max() > 1e-3  # the bounded targets changed what the policy saw next
+
+
+class _Seen:
+    """A policy that keeps what it was served."""
+
+    def __init__(self):
+        self.seen: list[dict] = []
+
+    def reset(self, seed):
+        pass
+
+    def select_action(self, observation):
+        self.seen.append(observation)
+        return np.zeros(6)
+
+
+def test_codec_roundtrip_policy_serves_each_camera_through_its_own_stream():
+    from lerobot_dataset.roundtrip import CodecRoundTrip
+    from lerobot_sim.evaluation import CodecRoundTripPolicy
+
+    rng = np.random.default_rng(1)
+    frames = [rng.integers(0, 255, (48, 64, 3), dtype=np.uint8) for _ in range(3)]
+    state = np.arange(6, dtype=np.float32)
+    inner = _Seen()
+    policy = CodecRoundTripPolicy(inner)
+    policy.reset(0)
+    for f in frames:
+        policy.select_action(
+            {
+                "observation.images.front": f,
+                "observation.images.wrist": f[::-1].copy(),
+                "observation.state": state,
+            }
+        )
+    policy.reset(1)  # a new episode is a new video: its first frame a keyframe again
+    policy.select_action({"observation.images.front": frames[1], "observation.state": state})
+
+    front, wrist = CodecRoundTrip(), CodecRoundTrip()
+    for i, f in enumerate(frames):
+        got = inner.seen[i]
+        assert np.array_equal(got["observation.images.front"], front(f))
+        assert np.array_equal(got["observation.images.wrist"], wrist(f[::-1].copy()))
+        assert not np.array_equal(got["observation.images.front"], f)  # lossy: not the raw frame
+        assert got["observation.state"] is state  # only images change
+    assert np.array_equal(inner.seen[3]["observation.images.front"], CodecRoundTrip()(frames[1]))
+
+
+def test_codec_roundtrip_flag_is_refused_with_tasks(capsys):
+    from lerobot_sim.eval_cli import main
+
+    rc = main(["--env", "metaworld", "--episodes", "1", "--policy", "random", "--image-codec-roundtrip"])
+    assert rc == 2
+    assert "--image-codec-roundtrip: only with a single-task env" in capsys.readouterr().err

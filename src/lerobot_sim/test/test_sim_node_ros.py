@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from rclpy.qos import qos_profile_sensor_data
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image, JointState
 from std_msgs.msg import Float64MultiArray
@@ -242,3 +243,33 @@ def test_a_stopped_sim_leaves_no_shared_memory_behind(ros_node, mode):
         assert proc.stop() == 0, proc.output()[-2000:]
     left = sorted(p for p in segments if os.path.exists(p))
     assert not left, f"left in /dev/shm after the sim exited: {left}"
+
+
+def test_compressed_images_are_the_raw_frames_as_jpeg_at_the_set_quality(ros_node):
+    """cameras/<name>/image_raw/compressed, built while subscribed: each message is the raw frame of
+    the same stamp encoded at jpeg_quality (what a policy on another host reads by default)."""
+    from sensor_msgs.msg import CompressedImage
+
+    from lerobot_core.image_conversion import compressed_msg_to_rgb, encode_compressed, image_msg_to_rgb
+
+    raw = MessageCollector(ros_node, Image, "/cameras/front/image_raw", qos=qos_profile_sensor_data)
+    jpeg = MessageCollector(
+        ros_node, CompressedImage, "/cameras/front/image_raw/compressed", qos=qos_profile_sensor_data
+    )
+    params = {
+        "mode": "realtime",
+        "autostart": True,
+        "cameras": ["front"],
+        "image_width": 64,
+        "image_height": 48,
+        "jpeg_quality": 35,
+    }
+    with RosProcess("lerobot_sim", "sim", parameters=params):
+        got = jpeg.wait(3, timeout=60)
+        frame = _at(raw, got[-1].header.stamp)
+    assert "jpeg" in got[-1].format and got[-1].header.frame_id == "front_optical_frame"
+    rgb = image_msg_to_rgb(frame)
+    fmt, data = encode_compressed(rgb, "jpeg", 35)
+    assert bytes(got[-1].data) == data  # the raw frame at quality 35, not another frame or quality
+    decoded = compressed_msg_to_rgb(got[-1])
+    assert decoded.shape == rgb.shape and not np.array_equal(decoded, rgb)

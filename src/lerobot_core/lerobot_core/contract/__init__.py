@@ -43,38 +43,25 @@ does not fit the contract raises ``ValueError`` naming the topic.
 
 Modules: :mod:`.schema` (the file's keys and choices, validation, ContractError), :mod:`.model`
 (Contract: resolution, features, stream specs, frames), :mod:`.extraction` (message -> values, a
-table keyed by message type), :mod:`.shipped` (the shipped contracts, found by name).
+table keyed by message type), :mod:`.shipped` (the shipped contracts, found by name). The package
+exports what the stack's modules use; the rest of the schema (STREAM_KEYS, FIELDS, ...) is :mod:`.schema`'s.
 """
 
 from .extraction import msgtype_of  # noqa: F401 (the package is the public API)
 from .model import Contract  # noqa: F401
 from .schema import (  # noqa: F401
     COMPRESSED_IMAGE,
-    CONTROL_FIELDS,
     CONTROL_STATUS,
-    DEFAULT_MAX_STALENESS,
-    EXTRA_PREFIX,
-    FIELDS,
-    FLOAT64_MULTI_ARRAY,
-    HEADERLESS_TYPES,
     IMAGE,
     IMAGE_PREFIX,
     IMAGE_TYPES,
     JOINT_STATE,
     JOINT_TRAJECTORY,
     LATCHED_TYPES,
-    NORM_MODES,
-    QOS,
-    STREAM_KEYS,
-    STRING,
     UNITS,
-    VECTOR_TYPES,
     ContractError,
-    ExtraSource,
     ImageSource,
     NonFiniteSampleError,
-    TopicStream,
-    VectorSource,
     normalize_msgtype,
 )
 from .shipped import CONTRACTS_DIR, find_contract, shipped_contracts  # noqa: F401

@@ -4,6 +4,7 @@ loud on a real error; and the autostart of lifecycle nodes."""
 from __future__ import annotations
 
 import faulthandler
+import os
 import signal
 import sys
 import threading
@@ -215,7 +216,8 @@ def run_node(
     is false once rclpy is shut down or the executor thread ended). A ``SystemExit``
     raised by a callback ends the process with its code. Last, always: `on_exit(node)` (the node's safe
     state; a non-zero return becomes the exit code when there was none), then the node is destroyed and
-    rclpy shut down.
+    rclpy shut down. A node whose launcher died meanwhile (an orphan) then ends its process itself,
+    within ``ORPHAN_TEARDOWN_S`` of its safe state: no launcher is left to escalate to SIGTERM.
     """
     # a crash in native code (DDS, MuJoCo, OpenGL) prints every thread's Python stack to stderr, so
     # the launcher's log says where a node died, not only its signal
@@ -224,6 +226,7 @@ def run_node(
     if before_init is not None:
         before_init()
     sigterm_before = signal.getsignal(signal.SIGTERM)
+    parent = os.getppid()
     rclpy.init(args=args)
     node = ex = spinner = None
     code = 0
@@ -261,10 +264,13 @@ def run_node(
     finally:
         dump_stacks_on_sigterm()
         log_to_console_only_once_shut_down()
+        if node is not None and on_exit is not None:
+            safe_state_code = on_exit(node)
+            code = code or safe_state_code or 0
+        orphaned = os.getppid() != parent
+        if orphaned:  # nobody is left to send SIGTERM to a teardown that hangs: bound it here
+            _end_a_hang_in(ORPHAN_TEARDOWN_S)
         if node is not None:
-            if on_exit is not None:
-                safe_state_code = on_exit(node)
-                code = code or safe_state_code or 0
             if ex is not None:
                 _despite_a_late_ctrl_c(lambda: ex.shutdown(timeout_sec=2.0))
             if spinner is not None:
@@ -272,7 +278,43 @@ def run_node(
             _despite_a_late_ctrl_c(node.destroy_node)
         _despite_a_late_ctrl_c(rclpy.try_shutdown)
         stop_dumping_stacks_on_sigterm(sigterm_before)
+    if orphaned:
+        _exit_as_an_orphan(code)
     return code
+
+
+# an orphaned node (its launcher died, e.g. SIGKILLed: lerobot_core.ament.die_with_parent's SIGINT
+# stopped it) ends by itself this long after its safe state, whatever hangs after that
+ORPHAN_TEARDOWN_S = 20.0
+
+
+def _end_a_hang_in(timeout_s: float) -> None:
+    """In `timeout_s`, print every thread's stack and exit with code 1, unless the process ended."""
+    try:
+        faulthandler.dump_traceback_later(timeout_s, exit=True, file=sys.__stderr__)
+    except (AttributeError, ValueError, OSError):  # no usable stderr: exit all the same
+        faulthandler.dump_traceback_later(timeout_s, exit=True, file=open(os.devnull, "w"))
+
+
+def _exit_as_an_orphan(code: int) -> None:
+    """End the process of a node whose launcher is gone, after its safe state and teardown: threads
+    that are not daemons get until ``ORPHAN_TEARDOWN_S`` to finish, then the process exits without the
+    interpreter's own exit, which waits for every such thread and runs native destructors (DDS). A node
+    stuck there was left running for good: no launcher was left to escalate to SIGTERM (CI saw the
+    skeleton's monitor outlive its SIGKILLed launcher; a Ctrl-C'd node hung once in its exit)."""
+    import logging
+
+    deadline = time.monotonic() + ORPHAN_TEARDOWN_S / 2
+    for t in threading.enumerate():
+        if t is not threading.current_thread() and not t.daemon:
+            t.join(max(0.0, deadline - time.monotonic()))
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # the launcher's pipe is gone with it
+            pass
+    os._exit(code)
 
 
 def _despite_a_late_ctrl_c(step: Callable[[], object], attempts: int = 3) -> None:

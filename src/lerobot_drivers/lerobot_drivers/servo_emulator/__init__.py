@@ -13,19 +13,14 @@ servo then reports them in its status byte and cuts torque, as the real ones do.
 - :mod:`.process`: the pty transport, :class:`EmulatorProcess` and the ``lerobot-servo-emulator`` CLI.
 """
 
-from lerobot_drivers.servo_emulator.bus import EmulatedBus
 from lerobot_drivers.servo_emulator.process import (
     EmulatorProcess,
     ServoBusEmulator,
     emulator_for_robot,
     main,
 )
-from lerobot_drivers.servo_emulator.servo import FAULTS, EmulatedServo
 
 __all__ = [
-    "FAULTS",
-    "EmulatedBus",
-    "EmulatedServo",
     "EmulatorProcess",
     "ServoBusEmulator",
     "emulator_for_robot",

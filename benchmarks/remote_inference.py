@@ -1,0 +1,231 @@
+"""Remote inference figures: the robot side (simulated SO-101 + policy node, inference: remote) driven by an
+inference side (policy node, inference: serve) over DDS, at a list of injected round-trip latencies.
+
+    source env.sh
+    python benchmarks/remote_inference.py [--latencies-ms 0 25 50 100 200] [--loss-percent 0]
+        [--seconds 20] [--policy-path DIR] [--contract NAME]
+
+    python benchmarks/remote_inference.py --images [--jpeg-qualities 50 75 90 95] [--image-seeds 5]
+
+Per latency: success (sim episodes that ended in success / episodes ended), the robot-side command
+rate and its period jitter (|period - 1/fps| p50/p99 of joint_commands as received by this process,
+so it includes one DDS hop), chunk age at arrival on the robot side (p50/p99, robot clock: now minus the
+chunk's observation stamp), holds (held_steps / steps from policy/status), and bandwidth between the two
+sides (serialized bytes per second of the topics that would cross the link: the observations the
+inference side reads, and the chunks). Latency and loss are injected by the inference-side node
+(link_delay_ms, link_loss_percent: application level; the kernel's netem is not available here). Both
+sides run on this machine over loopback; across a real link see
+src/lerobot_bringup/test/test_remote_inference_netns.py.
+
+The default checkpoint is the small random-init env-state ACT test fixture: it moves, it does not solve
+the task, so success is 0 with it. Figures are to be measured on a quiet machine with a trained
+checkpoint and 20 unseen seeds (issue 24); a shared machine gives only a run of the pipeline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import numpy as np
+
+
+def percentiles(values, qs=(50, 99)) -> str:
+    if not len(values):
+        return "-"
+    return " / ".join(f"{np.percentile(values, q):.1f}" for q in qs)
+
+
+class Probe:
+    """Subscribes to what the figures are made of; counts bytes of the link's topics."""
+
+    def __init__(self, node, fps: float):
+        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+        from rclpy.serialization import serialize_message
+        from sensor_msgs.msg import JointState
+
+        from lerobot_core.time import stamp_to_ns
+        from lerobot_msgs.msg import ActionChunk, PolicyStatus
+
+        self.node, self.fps = node, fps
+        self.cmd_t: list[float] = []
+        self.ages_ms: list[float] = []
+        self.bytes = 0
+        self.status = None
+        self._ser, self._stamp = serialize_message, stamp_to_ns
+        latched = QoSProfile(
+            depth=5, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+        )
+        node.create_subscription(
+            JointState, "/joint_commands", lambda m: self.cmd_t.append(time.monotonic()), 10
+        )
+        node.create_subscription(ActionChunk, "/policy/remote_chunk", self._on_chunk, 10)
+        node.create_subscription(
+            PolicyStatus, "/policy/status", lambda m: setattr(self, "status", m), latched
+        )
+        node.create_subscription(JointState, "/joint_states", self._count, qos_profile_sensor_data)
+        from geometry_msgs.msg import PoseStamped
+
+        node.create_subscription(PoseStamped, "/sim/cube_pose", self._count, qos_profile_sensor_data)
+
+    def _count(self, msg):
+        self.bytes += len(self._ser(msg))
+
+    def _on_chunk(self, msg):
+        self.ages_ms.append((self.node.get_clock().now().nanoseconds - self._stamp(msg.header.stamp)) / 1e6)
+        self._count(msg)
+
+
+def run_one(args, delay_ms: float) -> dict:
+    import rclpy
+
+    from lerobot_core.ament import find_executable
+
+    launch = str(find_executable("lerobot_bringup", "lerobot-launch"))
+    common = [f"policy_path:={args.policy_path}", f"contract:={args.contract}"]
+    env = dict(os.environ, MUJOCO_GL=os.environ.get("MUJOCO_GL", "egl"))
+    robot = subprocess.Popen(
+        [launch, "deploy_remote_robot", *common, "sim:=true", "cameras:=['']"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )  # fmt: skip
+    gpu = subprocess.Popen(
+        [launch, "deploy_remote_gpu", *common, f"link_delay_ms:={delay_ms}", f"link_loss_percent:={args.loss_percent}"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    log: list[str] = []
+    threading.Thread(target=lambda: log.extend(line.rstrip() for line in robot.stdout), daemon=True).start()
+    rclpy.init()
+    node = rclpy.create_node("remote_inference_bench")
+    probe = Probe(node, args.fps)
+    try:
+        end = time.monotonic() + 120  # start-up: until the robot side commands
+        while time.monotonic() < end and not (probe.status is not None and probe.status.steps > 0):
+            rclpy.spin_once(node, timeout_sec=0.1)
+        probe.cmd_t.clear(), probe.ages_ms.clear()
+        probe.bytes, s0 = 0, probe.status
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < args.seconds:
+            rclpy.spin_once(node, timeout_sec=0.05)
+        elapsed, s1 = time.monotonic() - t0, probe.status
+    finally:
+        node.destroy_node()
+        rclpy.shutdown()
+        for p in (gpu, robot):
+            os.killpg(p.pid, signal.SIGINT)
+        for p in (gpu, robot):
+            try:
+                p.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+    periods = np.diff(probe.cmd_t)
+    ended = [line for line in log if "ended:" in line and "episode" in line]
+    steps = (s1.steps - s0.steps) if s0 and s1 else 0
+    held = (s1.held_steps - s0.held_steps) if s0 and s1 else 0
+    return {
+        "delay_ms": delay_ms,
+        "success": f"{sum('success' in line for line in ended)}/{len(ended)}",
+        "rate_hz": len(probe.cmd_t) / elapsed,
+        "jitter_ms": percentiles(np.abs(periods - 1 / args.fps) * 1e3),
+        "age_ms": percentiles(probe.ages_ms),
+        "holds": f"{held}/{steps + held}",
+        "kB_s": probe.bytes / elapsed / 1e3,
+    }
+
+
+def image_figures(args) -> None:
+    """--images: what JPEG costs and changes on the link, ROS-free: rendered SO-101 sim frames (640x480,
+    front and wrist), encoded at each quality: bytes per frame and per second at --fps per camera, and the
+    largest change of the policy's predicted chunk when every camera it reads is JPEG-decoded instead of
+    raw (resized to its inputs). The policy: --policy-path when it reads cameras, else the ACT fixture."""
+    from types import SimpleNamespace
+
+    from lerobot_core.ament import share_path
+    from lerobot_core.image_conversion import compressed_msg_to_rgb, encode_compressed
+    from lerobot_policy_node.observation import rgb_to_chw_float
+    from lerobot_runtime import load_policy, read_policy_config
+    from lerobot_sim.envs.so101_cube import SO101CubeEnv
+
+    path = share_path("lerobot_runtime") / "test/fixtures/act_small/pretrained_model"
+    if args.policy_path and read_policy_config(args.policy_path)[1].image_features:
+        path = args.policy_path
+    policy = load_policy(path)
+    shapes = dict(policy.config.image_features)  # observation.images.<camera> -> (3, H, W)
+    print(f"policy: {path} (cameras {[k.rsplit('.', 1)[-1] for k in shapes]})")
+    env = SO101CubeEnv(cameras=("front", "wrist"), image_height=480, image_width=640)
+    frames = []
+    for seed in range(args.image_seeds):
+        obs, _ = env.reset(seed=seed)
+        frames.append(obs)
+    env.close()
+
+    def chunk(images: dict, state):
+        batch = {"observation.state": state[None].astype(np.float32)}
+        for key, shape in shapes.items():
+            batch[key] = rgb_to_chw_float(images[key.rsplit(".", 1)[-1]], shape)[None]
+        return np.asarray(policy.predict_action_chunk(batch))[0]
+
+    print(
+        f"{len(frames)} sim frames per camera, 640x480 rgb8 = {640 * 480 * 3 / 1e3:.0f} kB raw ({640 * 480 * 3 * args.fps / 1e6:.1f} MB/s at {args.fps:g} fps)"
+    )
+    print(
+        f"{'quality':>7} {'front kB/frame':>15} {'front MB/s':>10} {'wrist kB/frame':>15} {'wrist MB/s':>10} {'max |d action| rad':>19}"
+    )
+    for q in args.jpeg_qualities:
+        sizes = {"front": [], "wrist": []}
+        diffs = []
+        for obs in frames:
+            decoded = {}
+            for cam in sizes:
+                fmt, data = encode_compressed(obs["pixels"][cam], "jpeg", q)
+                sizes[cam].append(len(data))
+                decoded[cam] = compressed_msg_to_rgb(SimpleNamespace(format=fmt, data=data))
+            state = np.asarray(obs["agent_pos"], dtype=np.float64)
+            diffs.append(float(np.abs(chunk(decoded, state) - chunk(obs["pixels"], state)).max()))
+        f, w = np.mean(sizes["front"]), np.mean(sizes["wrist"])
+        print(
+            f"{q:7d} {f / 1e3:15.1f} {f * args.fps / 1e6:10.2f} {w / 1e3:15.1f} {w * args.fps / 1e6:10.2f} {max(diffs):19.2e}"
+        )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--latencies-ms", type=float, nargs="+", default=[0.0, 25.0, 50.0, 100.0, 200.0])
+    ap.add_argument("--loss-percent", type=float, default=0.0)
+    ap.add_argument("--seconds", type=float, default=20.0, help="measured time per latency, after start-up")
+    ap.add_argument("--fps", type=float, default=30.0)
+    ap.add_argument("--policy-path", default="", help="default: the env-state ACT test fixture")
+    ap.add_argument("--contract", default="so101_sim_env_state_contract")
+    ap.add_argument(
+        "--images", action="store_true", help="only the image figures: JPEG size and action change"
+    )
+    ap.add_argument("--jpeg-qualities", type=int, nargs="+", default=[50, 75, 90, 95])
+    ap.add_argument("--image-seeds", type=int, default=5, help="--images: sim resets (frames) per camera")
+    args = ap.parse_args()
+    if args.images:
+        image_figures(args)
+        return
+    if not args.policy_path:
+        from lerobot_core.ament import share_path
+
+        args.policy_path = str(share_path("lerobot_runtime") / "test/fixtures/act_env_state/pretrained_model")
+    print(
+        f"policy {args.policy_path}, contract {args.contract}, {args.seconds:g} s per latency, loss {args.loss_percent:g} %"
+    )
+    print(
+        f"{'RTT ms':>7} {'success':>8} {'rate Hz':>8} {'jitter p50/p99 ms':>18} {'age p50/p99 ms':>15} {'holds':>10} {'kB/s':>7}"
+    )
+    for delay in args.latencies_ms:
+        r = run_one(args, delay)
+        print(
+            f"{r['delay_ms']:7.0f} {r['success']:>8} {r['rate_hz']:8.1f} {r['jitter_ms']:>18} {r['age_ms']:>15} "
+            f"{r['holds']:>10} {r['kB_s']:7.1f}",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
