@@ -3,11 +3,12 @@ inference side (policy node, inference: serve) over DDS, at a list of injected r
 
     source env.sh
     python benchmarks/remote_inference.py [--latencies-ms 0 25 50 100 200] [--loss-percent 0]
-        [--seconds 20] [--policy-path DIR] [--contract NAME]
+        [--seconds 20 | --episodes 20] [--seed 1000] [--local] [--policy-path DIR] [--contract NAME]
 
     python benchmarks/remote_inference.py --images [--jpeg-qualities 50 75 90 95] [--image-seeds 5]
 
-Per latency: success (sim episodes that ended in success / episodes ended), the robot-side command
+Per latency: success (sim episodes that ended in success / episodes ended; with --episodes, the first N
+episodes from --seed on, seed i = --seed + i, the same seeds at every latency), the robot-side command
 rate and its period jitter (|period - 1/fps| p50/p99 of joint_commands as received by this process,
 so it includes one DDS hop), chunk age at arrival on the robot side (p50/p99, robot clock: now minus the
 chunk's observation stamp), holds (held_steps / steps from policy/status), and bandwidth between the two
@@ -17,9 +18,12 @@ inference side reads, and the chunks). Latency and loss are injected by the infe
 sides run on this machine over loopback; across a real link see
 src/lerobot_bringup/test/test_remote_inference_netns.py.
 
+--local adds the baseline first: the same checkpoint served in the robot's own policy node
+(`lerobot-launch deploy_sim_so101`, the same sim, seeds and contract, no inference host).
+
 The default checkpoint is the small random-init env-state ACT test fixture: it moves, it does not solve
-the task, so success is 0 with it. Figures are to be measured on a quiet machine with a trained
-checkpoint and 20 unseen seeds (issue 24); a shared machine gives only a run of the pipeline.
+the task, so success is 0 with it. Give a trained one (scripts/closed_loop.py --observation env_state)
+and seeds no demo used; measure on a quiet machine.
 """
 
 from __future__ import annotations
@@ -80,20 +84,34 @@ class Probe:
         self._count(msg)
 
 
-def run_one(args, delay_ms: float) -> dict:
+def episodes_ended(log: list[str]) -> dict[int, str]:
+    """Episode index -> outcome, from the sim's 'episode I (seed S) ended: OUTCOME after ...' lines."""
+    ended = {}
+    for line in log:
+        head, sep, tail = line.partition(" ended: ")
+        if sep and "episode " in head:
+            words = head.split("episode ", 1)[1].split()
+            if words and words[0].isdigit():
+                ended[int(words[0])] = tail.split()[0]
+    return ended
+
+
+def run_one(args, delay_ms: float | None) -> dict:
+    """One row: `delay_ms` None = the local baseline (deploy_sim_so101), else the remote pair."""
     import rclpy
 
     from lerobot_core.ament import find_executable
 
     launch = str(find_executable("lerobot_bringup", "lerobot-launch"))
-    common = [f"policy_path:={args.policy_path}", f"contract:={args.contract}"]
+    common = [f"policy_path:={args.policy_path}", f"contract:={args.contract}", f"seed:={args.seed}"]
     env = dict(os.environ, MUJOCO_GL=os.environ.get("MUJOCO_GL", "egl"))
+    profile = "deploy_sim_so101" if delay_ms is None else "deploy_remote_robot"
     robot = subprocess.Popen(
-        [launch, "deploy_remote_robot", *common, "sim:=true", "cameras:=['']"],
+        [launch, profile, *common, *(["sim:=true"] if delay_ms is not None else []), "cameras:=['']"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
     )  # fmt: skip
-    gpu = subprocess.Popen(
-        [launch, "deploy_remote_gpu", *common, f"link_delay_ms:={delay_ms}", f"link_loss_percent:={args.loss_percent}"],
+    gpu = None if delay_ms is None else subprocess.Popen(
+        [launch, "deploy_remote_gpu", *common[:2], f"link_delay_ms:={delay_ms}", f"link_loss_percent:={args.loss_percent}"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
     log: list[str] = []
@@ -108,26 +126,36 @@ def run_one(args, delay_ms: float) -> dict:
         probe.cmd_t.clear(), probe.ages_ms.clear()
         probe.bytes, s0 = 0, probe.status
         t0 = time.monotonic()
-        while time.monotonic() - t0 < args.seconds:
+
+        def measuring() -> bool:
+            if args.episodes:  # until episodes 0..N-1 have ended (an hour at most)
+                done = episodes_ended(list(log))
+                return time.monotonic() - t0 < 3600 and not all(i in done for i in range(args.episodes))
+            return time.monotonic() - t0 < args.seconds
+
+        while measuring():
             rclpy.spin_once(node, timeout_sec=0.05)
         elapsed, s1 = time.monotonic() - t0, probe.status
     finally:
         node.destroy_node()
         rclpy.shutdown()
-        for p in (gpu, robot):
+        procs = [p for p in (gpu, robot) if p is not None]
+        for p in procs:
             os.killpg(p.pid, signal.SIGINT)
-        for p in (gpu, robot):
+        for p in procs:
             try:
                 p.wait(20)
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
     periods = np.diff(probe.cmd_t)
-    ended = [line for line in log if "ended:" in line and "episode" in line]
+    ended = episodes_ended(log)
+    if args.episodes:
+        ended = {i: outcome for i, outcome in ended.items() if i < args.episodes}
     steps = (s1.steps - s0.steps) if s0 and s1 else 0
     held = (s1.held_steps - s0.held_steps) if s0 and s1 else 0
     return {
-        "delay_ms": delay_ms,
-        "success": f"{sum('success' in line for line in ended)}/{len(ended)}",
+        "delay_ms": "local" if delay_ms is None else f"{delay_ms:.0f}",
+        "success": f"{sum(outcome == 'success' for outcome in ended.values())}/{len(ended)}",
         "rate_hz": len(probe.cmd_t) / elapsed,
         "jitter_ms": percentiles(np.abs(periods - 1 / args.fps) * 1e3),
         "age_ms": percentiles(probe.ages_ms),
@@ -196,6 +224,15 @@ def main() -> None:
     ap.add_argument("--latencies-ms", type=float, nargs="+", default=[0.0, 25.0, 50.0, 100.0, 200.0])
     ap.add_argument("--loss-percent", type=float, default=0.0)
     ap.add_argument("--seconds", type=float, default=20.0, help="measured time per latency, after start-up")
+    ap.add_argument(
+        "--episodes", type=int, default=0, help="instead of --seconds: until sim episodes 0..N-1 have ended"
+    )
+    ap.add_argument(
+        "--seed", type=int, default=1000, help="the first sim episode's seed (episode i: seed + i)"
+    )
+    ap.add_argument(
+        "--local", action="store_true", help="first a row with the policy served on the robot side"
+    )
     ap.add_argument("--fps", type=float, default=30.0)
     ap.add_argument("--policy-path", default="", help="default: the env-state ACT test fixture")
     ap.add_argument("--contract", default="so101_sim_env_state_contract")
@@ -212,16 +249,17 @@ def main() -> None:
         from lerobot_core.ament import share_path
 
         args.policy_path = str(share_path("lerobot_runtime") / "test/fixtures/act_env_state/pretrained_model")
+    span = f"episodes {args.episodes} (seeds {args.seed}..)" if args.episodes else f"{args.seconds:g} s"
     print(
-        f"policy {args.policy_path}, contract {args.contract}, {args.seconds:g} s per latency, loss {args.loss_percent:g} %"
+        f"policy {args.policy_path}, contract {args.contract}, {span} per latency, loss {args.loss_percent:g} %"
     )
     print(
         f"{'RTT ms':>7} {'success':>8} {'rate Hz':>8} {'jitter p50/p99 ms':>18} {'age p50/p99 ms':>15} {'holds':>10} {'kB/s':>7}"
     )
-    for delay in args.latencies_ms:
+    for delay in ([None] if args.local else []) + list(args.latencies_ms):
         r = run_one(args, delay)
         print(
-            f"{r['delay_ms']:7.0f} {r['success']:>8} {r['rate_hz']:8.1f} {r['jitter_ms']:>18} {r['age_ms']:>15} "
+            f"{r['delay_ms']:>7} {r['success']:>8} {r['rate_hz']:8.1f} {r['jitter_ms']:>18} {r['age_ms']:>15} "
             f"{r['holds']:>10} {r['kB_s']:7.1f}",
             flush=True,
         )

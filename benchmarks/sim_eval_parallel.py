@@ -1,13 +1,15 @@
 """Multi-task evaluation over ROS: episodes per minute with 1, 2, 4 tasks at once, and memory.
 
     python benchmarks/sim_eval_parallel.py [--tasks mt10] [--episodes 2] [--max-steps 100] \
-        [--parallel 1 2 4] [--policies random scripted] [--image-size 128 128]
+        [--parallel 1 2 4] [--policies random scripted] [--image-size 128 128 | --state-only]
 
 For each policy and each N in --parallel, `lerobot-sim-eval --env metaworld`'s own loop (one sim process
 per task, N tasks at once, lockstep over ROS 2) evaluates every task of --tasks; printed: episodes per
 minute, its ratio to N=1, and the peak memory (PSS of the evaluator plus its sim processes, sampled every
 0.2 s) and its ratio to N=1. The floor is the bare gymnasium loop: the same env (MetaWorldEnv, same image
 size), the same tasks, seeds, policy and step limit, in this process, one task after the other, no ROS.
+--state-only: no camera (Meta-World's obs_type 'state'), so nothing is rendered: where the parallel gain
+is bounded by the evaluator and the lockstep messages, not by the renderer.
 Every row prints its settings. Run with `source env.sh` on a quiet machine (each sim is a process: N
 sims need N free cores).
 """
@@ -154,14 +156,16 @@ def main() -> None:
     p.add_argument("--policies", nargs="+", default=["random", "scripted"])
     p.add_argument("--image-size", type=int, nargs=2, default=[128, 128], metavar=("H", "W"))
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--state-only", action="store_true", help="no camera: nothing rendered")
     args = p.parse_args()
 
     specs = task_specs(resolve_tasks(args.tasks))
     kwargs = {
-        "obs_type": "pixels_agent_pos",
+        "obs_type": "state" if args.state_only else "pixels_agent_pos",
         "observation_height": args.image_size[0],
         "observation_width": args.image_size[1],
     }
+    camera = "no camera" if args.state_only else f"image {args.image_size[0]}x{args.image_size[1]} corner2"
     base = resolve_env("metaworld", None)
 
     def preset_for(spec):
@@ -171,7 +175,7 @@ def main() -> None:
     settings = EvalSettings(args.episodes, args.seed, args.max_steps)
     print(
         f"settings: tasks={args.tasks} ({len(specs)}), episodes/task={args.episodes}, max_steps={args.max_steps}, "
-        f"image {args.image_size[0]}x{args.image_size[1]} corner2, seed {args.seed}, lockstep over ROS 2, "
+        f"{camera}, seed {args.seed}, lockstep over ROS 2, "
         f"cores {os.cpu_count()}, load {os.getloadavg()[0]:.2f}",
         flush=True,
     )
