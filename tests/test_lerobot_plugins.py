@@ -1227,7 +1227,20 @@ robot = make_robot_from_config(draccus.parse(Cli, args=[
     "--robot.lockstep_timeout_s=1", "--robot.connect_timeout_s=60"]).robot)
 robot.connect()
 out["first"] = attempt(robot.get_observation)  # the tick at S
+robot.send_action({name: 0.2 for name in robot.action_features})  # S's answer
+# a node that matched the robot's publisher only after that command (a recorder that must take it in
+# before the sim steps): it gets S's command while the sim repeats S, or never
+late = BackgroundNode("late_consumer")
+late.subscribe("/joint_commands", "sensor_msgs/msg/JointState")
+deadline = time.monotonic() + 60
+while robot._publisher.get_subscription_count() < 1 and time.monotonic() < deadline:
+    time.sleep(0.02)
 out["same_tick"] = attempt(robot.get_observation)  # only repeats of S: no next tick
+got = late.latest("/joint_commands")
+out["late_consumer"] = None if got.msg is None else {
+    "stamp": got.msg.header.stamp.sec * 1_000_000_000 + got.msg.header.stamp.nanosec,
+    "joints": list(got.msg.name), "count": got.count}
+late.close()
 stamps["/joint_states"] = S + P
 out["half_tick"] = attempt(robot.get_observation)  # the joints moved on, the camera did not
 stamps["/cameras/front/image_raw"] = S + P
@@ -1251,7 +1264,9 @@ print(json.dumps(out))
 def test_lockstep_timeouts_name_the_flag_the_topics_and_the_tick(side, tmp_path):
     """--robot.lockstep: get_observation fails when no complete newer tick comes in lockstep_timeout_s (a
     repeated tick or one whose topics disagree is not one), naming the flag, each topic's latest stamp and
-    the last tick; --teleop.lockstep: get_action fails alike when the leader sends nothing newer."""
+    the last tick; while the sim repeats the tick, the tick's command goes out again, so a subscriber that
+    matched after it was sent still gets it; --teleop.lockstep: get_action fails alike when the leader
+    sends nothing newer."""
     import yaml
 
     contract = {
@@ -1270,6 +1285,9 @@ def test_lockstep_timeouts_name_the_flag_the_topics_and_the_tick(side, tmp_path)
     out = last_json(side.run(LOCKSTEP_TIMEOUTS, args=[str(path), json.dumps(JOINTS)], timeout=180))
     print(json.dumps(out, indent=1))
     assert out["first"]["ok"] and out["next_tick"]["ok"], out
+    late = out["late_consumer"]
+    assert late is not None, "the tick's command was not sent again while the sim repeated the tick"
+    assert late["stamp"] == 12_345_000_000 and late["joints"] == JOINTS, late
     for key, latest in (("same_tick", "12.345"), ("half_tick", "12.378")):
         res = out[key]
         assert not res["ok"] and res["type"] == "StaleObservationError", res

@@ -39,6 +39,9 @@ from .config_ros import (
 logger = logging.getLogger(__name__)
 
 IMAGE_PREFIX = "observation.images."
+# --robot.lockstep: while the sim repeats the current tick (its keep-alive), the tick's command is sent
+# again at most this often [s]
+LOCKSTEP_RESEND_S = 0.25
 
 
 class StaleObservationError(RuntimeError):
@@ -70,6 +73,7 @@ class RosRobot(Robot):
         self._act_scale, self._act_offset = scale, offset
         self._safety = SafetyFilter(self._limits())
         self._tick_ns = -1  # lockstep: the stamp of the last tick get_observation returned
+        self._last_command: np.ndarray | None = None  # lockstep: what answered that tick
 
     def __str__(self) -> str:
         return f"ros robot {self.id or self.name}"
@@ -125,7 +129,7 @@ class RosRobot(Robot):
             node.close()
             raise
         self._node = node
-        self._tick_ns = -1
+        self._tick_ns, self._last_command = -1, None
         self._anchor_safety()
         logger.info(
             "%s connected (%d topics, commands on %s)", self, len(self._obs.streams), node.resolve(ctopic)
@@ -162,16 +166,30 @@ class RosRobot(Robot):
         return self._read_observation()
 
     def _wait_for_next_tick(self) -> int:
-        """The stamp (ns) of the next complete lockstep tick: every topic stamped alike, later than the last."""
+        """The stamp (ns) of the next complete lockstep tick: every topic stamped alike, later than the last.
+
+        While the sim repeats the current tick (its keep-alive: it is still waiting), the command that
+        answered the tick goes out again, at most every LOCKSTEP_RESEND_S. A node that must take the
+        command in before the sim steps (a recorder among the sim's required consumers) but matched this
+        robot's publisher only after the command was sent would otherwise never get it, and the lockstep
+        would wait for good. The sim ignores a command for a tick it has left behind.
+        """
         topics = list(self._obs.streams)
         deadline = time.monotonic() + self.config.lockstep_timeout_s
+        last_counts, last_sent = self._node.counts(), time.monotonic()
         while True:
             counts = self._node.counts()
             stamps = {t: stamp_ns(self._node.latest(t).msg) for t in topics}
             newest = max(stamps.values())
             if newest > self._tick_ns and all(v == newest for v in stamps.values()):
                 return newest
-            left = deadline - time.monotonic()
+            now = time.monotonic()
+            repeated = counts != last_counts and all(v == self._tick_ns for v in stamps.values())
+            if repeated and self._last_command is not None and now - last_sent >= LOCKSTEP_RESEND_S:
+                self._publish(self._last_command)
+                last_sent = now
+            last_counts = counts
+            left = deadline - now
             if left <= 0:
                 seen = ", ".join(f"{self._node.resolve(t)} at {v / 1e9:.3f} s" for t, v in stamps.items())
                 raise StaleObservationError(
@@ -253,6 +271,8 @@ class RosRobot(Robot):
         else:
             stamp = self._node.node.get_clock().now().to_msg()
         point_s = self.config.trajectory_time_s or 1.0 / self.contract.fps  # a JointTrajectory's one point
+        if self.config.lockstep:
+            self._last_command = positions
         self._publisher.publish(command_message(ctype, self._action_joints, positions, stamp, point_s))
 
 
