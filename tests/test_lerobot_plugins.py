@@ -19,6 +19,7 @@ import re
 import shlex
 import signal
 import subprocess
+import sys
 import textwrap
 import time
 from dataclasses import dataclass
@@ -435,25 +436,30 @@ print(json.dumps({"start": start, "end": end, "frames": last - first}))
 """
 
 
-def test_camera_frames_reach_lerobot_as_they_reach_the_graph(side, sim, ros_node):
-    """The sim's 320x240 images, read by the plugins' background node in each LeRobot venv, against a reader
-    of the graph's own ROS (this Kilted process) over the same 10 s. Across Fast DDS majors (Jazzy's 2.14
-    reading Kilted's 3.2) shared memory does not interoperate and each image comes as UDP fragments; with
-    the kernel's default socket buffer the Jazzy reader got 15-50 % of the frames (gaps up to 2.7 s, which
-    the robot calls stale). The plugins' reader profile (lerobot_core.dds_transport) fixes it."""
-    from rclpy.qos import qos_profile_sensor_data
-    from sensor_msgs.msg import Image
-
-    arrivals: list[float] = []
-    ros_node.create_subscription(
-        Image,
-        "/cameras/front/image_raw",
-        lambda m: arrivals.append(time.monotonic()),
-        qos_profile_sensor_data,
+def test_camera_frames_reach_lerobot_as_they_reach_the_graph(side, sim, tmp_path):
+    """The sim's 320x240 images, read by the plugins' background node in each LeRobot venv, against the same
+    reader run at the same time by the graph's own ROS (this checkout's venv, a process of its own). Across
+    Fast DDS majors (Jazzy's 2.14 reading Kilted's 3.2) shared memory does not interoperate and each image
+    comes as UDP fragments; with the kernel's default socket buffer the Jazzy reader got 15-50 % of the
+    frames (gaps up to 2.7 s, which the robot calls stale). The plugins' reader profile
+    (lerobot_core.dds_transport) fixes it. (The reference once ran in the pytest process itself, whose
+    executor serves every test's subscriptions: under load it read 83 frames while LeRobot's read 271.)"""
+    reference = subprocess.Popen(
+        [sys.executable, "-c", CAMERA_PROBE],
+        stdout=subprocess.PIPE,
+        stderr=open(tmp_path / "reference.log", "w"),
+        text=True,
     )
-    out = last_json(side.run(CAMERA_PROBE, timeout=300))
-    here = sum(out["start"] <= t < out["end"] for t in arrivals)  # CLOCK_MONOTONIC: one clock per machine
-    print(f"LeRobot {side.version}: {out['frames']} frames in 10 s; this process: {here}")
+    try:
+        out = last_json(side.run(CAMERA_PROBE, timeout=300))
+        stdout, _ = reference.communicate(timeout=300)
+    finally:
+        if reference.poll() is None:
+            reference.kill()
+            reference.wait()
+    assert reference.returncode == 0, (tmp_path / "reference.log").read_text()[-3000:]
+    here = json.loads(stdout.strip().splitlines()[-1])["frames"]
+    print(f"LeRobot {side.version}: {out['frames']} frames in 10 s; the graph's ROS: {here}")
     assert here >= 100, here  # the sim published (30 Hz less its resets and the machine's load)
     assert out["frames"] >= 0.8 * here, (out["frames"], here)
 
@@ -791,13 +797,22 @@ def test_async_inference_client_on_the_sim(side, sim, tmp_path, ros_node):
         cwd=tmp_path,
         log=tmp_path / "server.log",
     )
-    client = side.popen(doc_command("robot-client"), cwd=tmp_path, log=tmp_path / "client.log")
 
     def logs() -> str:
         return "".join(
             f"\n--- {n}:\n{(tmp_path / f'{n}.log').read_text(errors='replace')[-3000:]}"
             for n in ("server", "client")
+            if (tmp_path / f"{n}.log").exists()
         )
+
+    def accepts() -> bool:
+        with socket.socket() as s:
+            return s.connect_ex(("127.0.0.1", 8080)) == 0
+
+    # the doc's order: the client once the server listens (the client does not retry: it exits)
+    listening = wait_until(lambda: accepts() or server.poll() is not None, timeout=180)
+    assert listening and server.poll() is None, f"the policy server did not start{logs()}"
+    client = side.popen(doc_command("robot-client"), cwd=tmp_path, log=tmp_path / "client.log")
 
     try:
         # three chunks' worth of commands: the client asked for more than one chunk and played them
@@ -821,15 +836,20 @@ def test_async_inference_client_on_the_sim(side, sim, tmp_path, ros_node):
     chunks = [json.loads(line) for line in tap.read_text().splitlines()]
     assert len(chunks) >= 2, f"{len(chunks)} chunks from the server{logs()}"
     produced = np.asarray([a for c in chunks for a in c["actions"]], dtype=np.float64)
-    chunk_of = np.asarray([i for i, c in enumerate(chunks) for _ in c["actions"]])
     assert produced.shape[1] == len(JOINTS)
     sent = np.asarray(commands.values)
     # every command on the sim's topic is one of the server's actions (float32 tensors -> float64 messages)
     nearest = np.abs(sent[:, None, :] - produced[None, :, :]).max(axis=2).min(axis=1)
     assert nearest.max() < 1e-6, nearest.max()
-    # ...taken from more than one chunk (the client sent observations again and used the new answer)
-    used = {int(chunk_of[np.abs(produced - cmd).max(axis=1).argmin()]) for cmd in sent}
-    assert len(used) >= 2, used
+    # ...and more than one chunk was asked for and played: the server answered observations of different
+    # timesteps, and the client, which plays each of a chunk's actions once, sent more commands than a
+    # chunk holds. (Which chunk a command came from cannot be told when the arm is still: two chunks for the
+    # same image and joints are the same numbers.)
+    assert len({c["timestep"] for c in chunks}) >= 2, [c["timestep"] for c in chunks]
+    assert len(sent) > max(len(c["actions"]) for c in chunks), (
+        len(sent),
+        [len(c["actions"]) for c in chunks],
+    )
 
 
 def test_lerobot_rollout_dagger_records_a_hil_dataset_on_the_sim(side06, sim, tmp_path, ros_node):
