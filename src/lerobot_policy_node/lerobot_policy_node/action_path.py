@@ -103,12 +103,18 @@ class ActionPath:
 
     def reset(self, current: np.ndarray | None = None) -> None:
         """A new episode: empty queue and history; safety anchored at the measured position."""
+        self.restart(current)
+        self.policy.reset()
+        self.chunks = 0
+
+    def restart(self, current: np.ndarray | None) -> None:
+        """Start over mid-run (the control thread, while the inference thread runs): empty queue (a chunk
+        in flight is dropped when it comes), empty history, safety anchored at the measured position."""
         self.scheduler.reset()
         self.history.clear()
-        self.policy.reset()
         if self.safety is not None:
             self.safety.reset(current)
-        self.chunks = self._ticks = 0
+        self._ticks = 0
 
     def record(self, values: Any, stamps: Mapping[str, int] | None = None) -> None:
         """Called every control tick: keeps one observation per policy action (the dataset's spacing);

@@ -227,6 +227,7 @@ class InferenceTicket:
 
     tick: int
     action_index: int
+    epoch: int = 0  # the scheduler's resets when it was handed out
 
 
 class ActionScheduler:
@@ -247,11 +248,15 @@ class ActionScheduler:
         self.interpolator = ActionInterpolator(cfg.interpolation_multiplier)
         self._lock = threading.Lock()
         self._ticks = 0
+        self._epoch = 0  # resets so far: a ticket handed out before the last one brings a dropped chunk
         self._pending = False
         self.starved_ticks = 0
 
     def reset(self) -> None:
+        """An empty queue; a chunk whose ticket was handed out before now is dropped when it comes (a
+        remote chunk's ticket is made when it comes: its gate's max_chunk_age_s refuses old ones)."""
         with self._lock:
+            self._epoch += 1
             self.queue.clear()
             if self.ensembler is not None:
                 self.ensembler.reset()
@@ -275,14 +280,14 @@ class ActionScheduler:
     def begin_inference(self) -> InferenceTicket:
         with self._lock:
             self._pending = True
-            return InferenceTicket(tick=self._ticks, action_index=self.queue.get_action_index())
+            return InferenceTicket(self._ticks, self.queue.get_action_index(), self._epoch)
 
     def ticket_for_age(self, age_s: float) -> InferenceTicket:
         """The ticket an observation taken `age_s` ago would have had (a chunk inferred elsewhere: its
         observation's age on this clock counts as the inference delay, so the actions due are skipped)."""
         with self._lock:
             back = max(0, math.ceil(age_s * self.cfg.control_rate_hz - 1e-9))
-            return InferenceTicket(tick=self._ticks - back, action_index=self.queue.get_action_index())
+            return InferenceTicket(self._ticks - back, self.queue.get_action_index(), self._epoch)
 
     def cancel_inference(self) -> None:
         with self._lock:
@@ -293,12 +298,15 @@ class ActionScheduler:
         return math.ceil((self._ticks - ticket.tick) / self.cfg.interpolation_multiplier)
 
     def submit(self, chunk: np.ndarray, ticket: InferenceTicket) -> int:
-        """Merge a (chunk_size, action_dim) chunk; returns how many leading actions were skipped."""
+        """Merge a (chunk_size, action_dim) chunk; returns how many leading actions were skipped (all of
+        them for a chunk planned from an observation taken before the last reset: it is dropped)."""
         chunk = np.asarray(chunk, dtype=np.float64)
         if chunk.ndim != 2:
             raise ValueError(f"chunk must be (steps, action_dim), got shape {chunk.shape}")
         with self._lock:
             self._pending = False
+            if ticket.epoch != self._epoch:
+                return len(chunk)
             delay = self.delay_steps(ticket)
             if self.ensembler is not None:
                 skipped = min(delay, len(chunk))

@@ -4,7 +4,10 @@ Two threads:
 - the control thread ticks at `control_rate_hz` (policy fps x interpolation multiplier) on an
   absolute schedule, takes the next action from the scheduler, runs it through the safety filter
   and hands the command to `publish_command`. It never waits for the model: with no fresh action
-  or a stale observation it holds the last command and says why.
+  or a stale observation it holds the last command and says why. When the observation is fresh again it
+  starts over as at start: an empty queue, a new chunk from the new observation, holds and per-step
+  bounds from the measured position (what the queue held was planned from observations before the gap,
+  and the arm may have been moved meanwhile: a sim's episode reset, a person's hand).
 - the inference thread takes an observation when the scheduler asks for a chunk, runs the policy
   and submits the chunk; the actions that fell due during inference are skipped.
 
@@ -47,6 +50,7 @@ class ControllerStats:
     inference_errors: int = 0
     clamped_steps: int = 0
     rate_limited_steps: int = 0
+    restarts: int = 0  # fresh observations after a stale hold: the queue emptied, bounds from the arm
     state: str = HOLDING
     message: str = "starting"
     last_tick_ns: int = 0
@@ -96,6 +100,8 @@ class PolicyController:
         self._wake = threading.Event()
         self._threads: list[threading.Thread] = []
         self.n_obs_steps = self.path.history.n_obs_steps
+        self._stale: bool | None = None  # the last tick held on a stale observation (None: no fresh one yet)
+        self._restarted = False  # started over since: no command from the new queue yet
 
     @property
     def period_s(self) -> float:
@@ -112,6 +118,7 @@ class PolicyController:
         self._priority_settled.clear()
         self.path.reset(self.obs.latest_joints())
         self.stats = ControllerStats()
+        self._stale, self._restarted = None, False
         # the model thread holds the GIL between torch ops: a short switch interval lets the
         # control thread in within ~0.5 ms instead of the default 5 ms
         if self.switch_interval_s > 0:
@@ -155,13 +162,24 @@ class PolicyController:
         if self.safety.last is None:  # anchor holds and step bounds at the measured position
             self.safety.reset(self.obs.latest_joints())
         reason, sample = self._sample(now)
+        if reason:
+            if self._stale is not None:  # before the first fresh tick it is only the start
+                self._stale = True
+        else:
+            if self._stale:  # fresh after a stale hold: start over from where the arm is
+                self.path.restart(self.obs.latest_joints())
+                self.stats.restarts += 1
+                self._restarted = True
+            self._stale = False
         if self.n_obs_steps > 1:  # one-step policies take a fresh sample at inference time instead
             values, stamps = sample or (None, None)
             self.path.record(values, stamps)
         action = None
         if not reason:
             action = self.scheduler.tick()
-            if action is None and self.starved_reason is not None:
+            if action is None and self._restarted:
+                reason = "started over after a stale observation: waiting for a chunk from a fresh one"
+            elif action is None and self.starved_reason is not None:
                 reason = self.starved_reason(now)
             elif action is None:
                 reason = (
@@ -177,6 +195,7 @@ class PolicyController:
                 self.stats.clamped_steps += res.clamped
                 self.stats.rate_limited_steps += res.rate_limited
                 self.publish_command(res.command, False)
+                self._restarted = False
                 self.stats.steps += 1
                 self._set_state(RUNNING, "")
         if reason:
