@@ -5,39 +5,19 @@ reset is such a gap: the sim holds 1 s, then the arm is home): docs/remote_infer
 
 import numpy as np
 
-from lerobot_core.safety import SafetyFilter, SafetyLimits
 from lerobot_policy_node.action_queue import ActionScheduler, SchedulerConfig
-from lerobot_policy_node.controller import HOLDING, RUNNING, PolicyController
-from lerobot_policy_node.observation import ObservationBuilder, ObservationSpec
-from lerobot_policy_node.remote import ChunkGate, ConfigOnlyPolicy, RemoteConfig
+from lerobot_policy_node.controller import HOLDING, RUNNING
 
-from .conftest import ACT_SMALL
+from .test_remote import JOINTS
+from .test_remote import controller as remote_controller
 
-JOINTS = ["a", "b"]
 MS = 1_000_000
 STEP = 0.1  # per-step bound [rad]
 
 
-def controller(chunk_size=40):
-    from lerobot_runtime import read_policy_config
-
-    obs = ObservationBuilder(ObservationSpec(tuple(JOINTS), {}, fps=100.0, max_age_s=0.05))
-    sent: list[tuple[np.ndarray, bool]] = []
-    now = [0]
-    gate = ChunkGate(JOINTS, RemoteConfig(max_chunk_age_s=0.05, source_timeout_s=1.0))
-    c = PolicyController(
-        ConfigOnlyPolicy(read_policy_config(ACT_SMALL)[1]),
-        obs,
-        SchedulerConfig(fps=100.0, n_action_steps=chunk_size, chunk_size=chunk_size),
-        SafetyFilter(SafetyLimits.build(2, max_step=STEP)),
-        publish_command=lambda cmd, held: sent.append((cmd.copy(), held)),
-        now_ns=lambda: now[0],
-        run_inference=False,
-        starved_reason=gate.hold_reason,
-    )
-    obs.push_joints(JOINTS, [0.0, 0.0], 0)
-    c.path.reset(obs.latest_joints())
-    return c, gate, obs, sent, now
+def controller():
+    c, gate, sent, now = remote_controller(chunk_size=40, max_age_s=0.05, max_step=STEP)
+    return c, gate, c.obs, sent, now
 
 
 def tick(c, obs, now, joints=None):
@@ -54,7 +34,7 @@ def feed(c, gate, value, now, steps=40):
 
 
 def test_fresh_observations_after_a_stale_hold_start_over_from_the_measured_position():
-    c, gate, obs, sent, now = controller()  # driven tick by tick here, never by its threads
+    c, gate, obs, sent, now = controller()
     feed(c, gate, 1.0, now)
     for _ in range(3):
         tick(c, obs, now, joints=[0.0, 0.0])

@@ -77,11 +77,12 @@ def test_actions_due_since_the_observation_are_skipped(mult):
     assert sched.tick()[0] == 3.0
 
 
-def controller(chunk_size=6, fps=100.0, mode="replace"):
+def controller(chunk_size=6, fps=100.0, mode="replace", max_age_s=10.0, max_step=float("inf")):
+    """A robot-side controller fed by the test (no model), driven tick by tick (never by its threads)."""
     from lerobot_runtime import read_policy_config
 
     policy = ConfigOnlyPolicy(read_policy_config(ACT_SMALL)[1])
-    obs = ObservationBuilder(ObservationSpec(tuple(JOINTS), {}, fps=fps, max_age_s=10.0))
+    obs = ObservationBuilder(ObservationSpec(tuple(JOINTS), {}, fps=fps, max_age_s=max_age_s))
     sent = []
     now = [0]
     g = gate(max_chunk_age_s=0.05)
@@ -89,7 +90,7 @@ def controller(chunk_size=6, fps=100.0, mode="replace"):
         policy,
         obs,
         SchedulerConfig(fps=fps, n_action_steps=chunk_size, chunk_size=chunk_size, mode=mode),
-        SafetyFilter(SafetyLimits.build(2, None, None, float("inf"))),
+        SafetyFilter(SafetyLimits.build(2, None, None, max_step)),
         publish_command=lambda cmd, held: sent.append((cmd.copy(), held)),
         now_ns=lambda: now[0],
         run_inference=False,
