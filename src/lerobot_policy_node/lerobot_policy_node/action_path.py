@@ -127,9 +127,10 @@ class ActionPath:
         if tick % self.scheduler.cfg.interpolation_multiplier == 0:
             self.history.push(values, stamps)
 
-    def infer(self, frames: list[Frame], task: str | None = None) -> ChunkInfo:
-        """Predict a chunk from `frames` and merge it; the actions that fell due meanwhile are skipped."""
-        ticket = self.scheduler.begin_inference()
+    def infer(self, frames: list[Frame], task: str | None = None, age_s: float = 0.0) -> ChunkInfo:
+        """Predict a chunk from `frames` (the newest `age_s` old) and merge it; the actions that fell due
+        since the observation was taken are skipped."""
+        ticket = self.scheduler.begin_inference(age_s)
         t0 = time.perf_counter()
         try:
             chunk = np.asarray(self.policy.predict_action_chunk(self.history.batch(frames, task)))[0]

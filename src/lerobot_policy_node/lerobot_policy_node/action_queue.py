@@ -225,9 +225,9 @@ class SchedulerConfig:
 class InferenceTicket:
     """Handed out when an observation is taken for inference; brought back with the chunk."""
 
-    tick: int
+    tick: int  # the control tick the observation was taken at
     action_index: int
-    epoch: int = 0  # the scheduler's resets when it was handed out
+    epoch: int  # the scheduler's resets when it was handed out
 
 
 class ActionScheduler:
@@ -277,17 +277,22 @@ class ActionScheduler:
                 return self.queue.qsize() == 0
             return self.queue.qsize() <= math.floor(self.cfg.refill_threshold * self.cfg.n_action_steps)
 
-    def begin_inference(self) -> InferenceTicket:
+    def begin_inference(self, age_s: float = 0.0) -> InferenceTicket:
+        """The ticket for an inference starting now from an observation `age_s` old (this clock)."""
         with self._lock:
             self._pending = True
-            return InferenceTicket(self._ticks, self.queue.get_action_index(), self._epoch)
+            return self._ticket(age_s)
 
     def ticket_for_age(self, age_s: float) -> InferenceTicket:
         """The ticket an observation taken `age_s` ago would have had (a chunk inferred elsewhere: its
         observation's age on this clock counts as the inference delay, so the actions due are skipped)."""
         with self._lock:
-            back = max(0, math.ceil(age_s * self.cfg.control_rate_hz - 1e-9))
-            return InferenceTicket(self._ticks - back, self.queue.get_action_index(), self._epoch)
+            return self._ticket(age_s)
+
+    def _ticket(self, age_s: float) -> InferenceTicket:
+        # the observation's age counts as delay too: its first action fell due when it was taken
+        back = max(0, math.ceil(age_s * self.cfg.control_rate_hz - 1e-9))
+        return InferenceTicket(self._ticks - back, self.queue.get_action_index(), self._epoch)
 
     def cancel_inference(self) -> None:
         with self._lock:

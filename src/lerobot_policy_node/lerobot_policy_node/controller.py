@@ -102,6 +102,7 @@ class PolicyController:
         self.n_obs_steps = self.path.history.n_obs_steps
         self._stale: bool | None = None  # the last tick held on a stale observation (None: no fresh one yet)
         self._restarted = False  # started over since: no command from the new queue yet
+        self._inferred_from: int | None = None  # newest sample time of the last observation inferred from
 
     @property
     def period_s(self) -> float:
@@ -118,7 +119,7 @@ class PolicyController:
         self._priority_settled.clear()
         self.path.reset(self.obs.latest_joints())
         self.stats = ControllerStats()
-        self._stale, self._restarted = None, False
+        self._stale, self._restarted, self._inferred_from = None, False, None
         # the model thread holds the GIL between torch ops: a short switch interval lets the
         # control thread in within ~0.5 ms instead of the default 5 ms
         if self.switch_interval_s > 0:
@@ -276,8 +277,17 @@ class PolicyController:
                 self._wake.wait(0.02)
                 self._wake.clear()
                 continue
+            newest = max(frames[-1].stamps.values()) if frames[-1].stamps else None
+            if newest is not None and newest == self._inferred_from:
+                # one chunk per observation: the same one again only plans the same moves later (its
+                # actions all skipped while the robot is silent, so at once again: a busy loop)
+                self._wake.wait(0.02)
+                self._wake.clear()
+                continue
+            self._inferred_from = newest
+            age_s = 0.0 if newest is None else max(0.0, (self.now_ns() - newest) / 1e9)
             try:
-                info = self.path.infer(frames, self.task)
+                info = self.path.infer(frames, self.task, age_s)
             except Exception as exc:
                 self.stats.inference_errors += 1
                 self._set_state(HOLDING, f"inference failed: {exc}")

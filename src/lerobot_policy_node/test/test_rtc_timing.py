@@ -72,9 +72,18 @@ def run(policy, rtc: bool):
     obs = ObservationBuilder(
         ObservationSpec(state_names=JOINTS, image_shapes={FRONT: (3, 48, 64)}, fps=FPS, max_age_s=60.0)
     )
-    now = time.time_ns()
-    obs.push_joints(list(JOINTS), [0.0] * 6, now)
-    obs.push_image(FRONT, np.full((48, 64, 3), 128, np.uint8), now)
+    image = np.full((48, 64, 3), 128, np.uint8)
+    done = threading.Event()
+
+    def camera_and_joints():  # a robot publishing at the control rate: the controller counts their age
+        while not done.is_set():
+            now = time.time_ns()
+            obs.push_joints(list(JOINTS), [0.0] * 6, now)
+            obs.push_image(FRONT, image, now)
+            done.wait(PERIOD_S)
+
+    feeder = threading.Thread(target=camera_and_joints, daemon=True)
+    feeder.start()
     sched = SchedulerConfig(
         fps=FPS,
         n_action_steps=N_ACTION_STEPS,
@@ -104,6 +113,8 @@ def run(policy, rtc: bool):
         time.sleep(RUN_S)
     finally:
         ctl.stop()
+        done.set()
+        feeder.join()
     with lock:
         return list(commands), chunks, ctl.stats
 
