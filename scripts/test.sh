@@ -4,6 +4,20 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
+# One run at a time per user: each run re-points the shared LeRobot side venvs (below) to its own checkout,
+# so two at once would test each other's code. The lock is held by a flock process around this script, not
+# by what the script starts (-o), so a daemon that a test leaves running cannot keep it.
+command -v flock >/dev/null || { echo "scripts/test.sh: flock not found: install util-linux" >&2; exit 1; }
+RUN_LOCK="${XDG_CACHE_HOME:-$HOME/.cache}/lerobot_ros/test.sh.lock"
+if [ "${LR_TEST_SH_LOCK:-}" != "$RUN_LOCK" ]; then
+    mkdir -p "$(dirname "$RUN_LOCK")"
+    if ! flock -n "$RUN_LOCK" true; then
+        holder=$(cat "$RUN_LOCK" 2>/dev/null || true)
+        echo "scripts/test.sh: another scripts/test.sh holds $RUN_LOCK${holder:+ ($holder)}; waiting" >&2
+    fi
+    LR_TEST_SH_LOCK="$RUN_LOCK" exec flock -o "$RUN_LOCK" bash "$ROOT/scripts/test.sh" "$@"
+fi
+echo "pid $$, $ROOT, since $(date '+%F %T')" >"$RUN_LOCK"
 # --distro kilted|jazzy first: which environment to set up and use (default: a sourced system ROS 2's
 # distro, else kilted; setup.sh --help)
 # shellcheck source=distro.sh

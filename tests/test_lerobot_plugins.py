@@ -13,6 +13,7 @@ and run verbatim, in a temporary folder (their relative paths land there).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -150,15 +151,19 @@ class Side:
         return subprocess.run(argv, env=self.env(), cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
     def popen(self, argv: list[str], cwd: Path, log: Path, **kwargs) -> subprocess.Popen:
-        return subprocess.Popen(
-            argv,
-            env=self.env(),
-            cwd=cwd,
-            stdout=kwargs.pop("stdout", open(log, "w")),
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            **kwargs,
-        )
+        """``argv`` started in the venv, its output to ``log`` unless ``stdout`` is given. The child writes
+        through its own copy of the file's descriptor: ours is closed once the child has started."""
+        with contextlib.ExitStack() as files:
+            if "stdout" not in kwargs:
+                kwargs["stdout"] = files.enter_context(open(log, "w"))
+            return subprocess.Popen(
+                argv,
+                env=self.env(),
+                cwd=cwd,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                **kwargs,
+            )
 
 
 def make_side(version: str) -> Side:
@@ -260,13 +265,11 @@ class Graph:
         self.procs: list[tuple[str, subprocess.Popen]] = []
 
     def start(self, name: str, cmd: list[str], cwd: Path | None = None) -> None:
-        log = open(self.log_dir / f"{name}.log", "w")
-        self.procs.append(
-            (
-                name,
-                subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=cwd),
+        with open(self.log_dir / f"{name}.log", "w") as log:  # the child keeps its own descriptor
+            proc = subprocess.Popen(
+                cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=cwd
             )
-        )
+        self.procs.append((name, proc))
 
     def log(self, name: str) -> str:
         return (self.log_dir / f"{name}.log").read_text(errors="replace")
@@ -444,12 +447,10 @@ def test_camera_frames_reach_lerobot_as_they_reach_the_graph(side, sim, tmp_path
     frames (gaps up to 2.7 s, which the robot calls stale). The plugins' reader profile
     (lerobot_core.dds_transport) fixes it. (The reference once ran in the pytest process itself, whose
     executor serves every test's subscriptions: under load it read 83 frames while LeRobot's read 271.)"""
-    reference = subprocess.Popen(
-        [sys.executable, "-c", CAMERA_PROBE],
-        stdout=subprocess.PIPE,
-        stderr=open(tmp_path / "reference.log", "w"),
-        text=True,
-    )
+    with open(tmp_path / "reference.log", "w") as log:  # the child keeps its own descriptor
+        reference = subprocess.Popen(
+            [sys.executable, "-c", CAMERA_PROBE], stdout=subprocess.PIPE, stderr=log, text=True
+        )
     try:
         out = last_json(side.run(CAMERA_PROBE, timeout=300))
         stdout, _ = reference.communicate(timeout=300)
@@ -985,14 +986,15 @@ def test_teleoperator_torque_through_the_read_only_leader_bus(side, tmp_path):
             parameters={**bus_params, "port": leader.port, "timeout_ms": 200.0},
         ) as bus,
     ):
-        side = subprocess.Popen(
-            [str(side.python), "-c", TORQUE_SERVICE_STEPS, str(CONTRACTS / "so101_one_camera.yaml")],
-            env=side.env(),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=open(tmp_path / "side.log", "w"),
-            text=True,
-        )
+        with open(tmp_path / "side.log", "w") as log:  # the child keeps its own descriptor
+            side = subprocess.Popen(
+                [str(side.python), "-c", TORQUE_SERVICE_STEPS, str(CONTRACTS / "so101_one_camera.yaml")],
+                env=side.env(),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+            )
 
         def step() -> dict:
             line = side.stdout.readline()

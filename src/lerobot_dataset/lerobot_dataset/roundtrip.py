@@ -14,13 +14,15 @@ keyframe, and only its own decoded picture is kept. One call costs an encoder an
 The codec runs on one thread of its own that has given up CAP_SYS_NICE (`forbid_realtime_priority`),
 as the recorder's encoder threads do: run as root, SVT-AV1 puts the thread that opens it, and every
 thread that thread starts later, on SCHED_FIFO priority 99. Opened on the caller's thread (a node's
-subscription thread, a test process), that would turn the caller real-time for good.
+subscription thread, a test process), that would turn the caller real-time for good. It is a daemon
+thread: a codec that hangs holds up its caller, not the interpreter's exit.
 """
 
 from __future__ import annotations
 
+import queue
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from fractions import Fraction
 
 import av
@@ -29,19 +31,35 @@ import numpy as np
 from .encoders import LEROBOT_VIDEO_SETTINGS, codec_options, forbid_realtime_priority
 from .errors import DatasetError
 
-_codec_thread: ThreadPoolExecutor | None = None
-_codec_thread_lock = threading.Lock()
+_codec_jobs: queue.SimpleQueue | None = None
+_codec_jobs_lock = threading.Lock()
+
+
+def _run_codec_jobs(jobs: queue.SimpleQueue) -> None:
+    forbid_realtime_priority()
+    while True:
+        future, fn, args = jobs.get()
+        try:
+            future.set_result(fn(*args))
+        except BaseException as exc:  # the caller's, raised by its future.result()
+            future.set_exception(exc)
 
 
 def _on_codec_thread(fn, *args):
-    """`fn(*args)` run on the module's codec thread (one, started on first use, without CAP_SYS_NICE)."""
-    global _codec_thread
-    with _codec_thread_lock:
-        if _codec_thread is None:
-            _codec_thread = ThreadPoolExecutor(
-                max_workers=1, thread_name_prefix="codec-roundtrip", initializer=forbid_realtime_priority
-            )
-    return _codec_thread.submit(fn, *args).result()
+    """`fn(*args)` run on the module's codec thread (one, started on first use, without CAP_SYS_NICE).
+
+    A daemon thread, not a ThreadPoolExecutor's worker: Python joins those at exit, so one stuck in the
+    codec would keep the process from ever ending."""
+    global _codec_jobs
+    with _codec_jobs_lock:
+        if _codec_jobs is None:
+            _codec_jobs = queue.SimpleQueue()
+            threading.Thread(
+                target=_run_codec_jobs, args=(_codec_jobs,), name="codec-roundtrip", daemon=True
+            ).start()
+    future: Future = Future()
+    _codec_jobs.put((future, fn, args))
+    return future.result()
 
 
 # decoders for the encoders' bitstreams, as PyAV names them (the reader's PyAV picks the same ones)
