@@ -86,6 +86,8 @@ else
 fi
 # lerobot-train of 0.6.1 needs accelerate (its training extra, without wandb); 0.4.4 installs it below
 ACCELERATE='accelerate>=1.14.0,<2'
+# the policy node served from this venv (deploy_remote_gpu python:=, LeRobot's types) decodes with rosbags
+SERVE_DEPS=(rosbags==0.11.9)
 
 
 if [ -f "$VENV/.ready" ]; then
@@ -102,6 +104,9 @@ if [ -f "$VENV/.ready" ]; then
     fi
     if [ "$VERSION" = 0.6.1 ] && ! "$VENV/bin/python" -c "import accelerate" 2>/dev/null; then
         pipi "$ACCELERATE"
+    fi
+    if ! "$VENV/bin/python" -c "import rosbags" 2>/dev/null; then
+        pipi "${SERVE_DEPS[@]}"
     fi
     echo "make-lerobot-ref-venv: $VENV (LeRobot $VERSION) is ready"
     exit 0
@@ -129,9 +134,9 @@ else
         "$ACCELERATE" "${ASYNC_EXTRA[@]}"
 fi
 # rclpy & co.: the project's pytest plugin (loaded by any pytest run in this venv) imports rclpy.
-pipi -r "$ROS_WHEELS"
+pipi -r "$ROS_WHEELS" "${SERVE_DEPS[@]}"
 install_ours
-"$VENV/bin/python" -c "import lerobot, torch, torchvision, rclpy, lerobot_core, lerobot_robot_ros; \
+"$VENV/bin/python" -c "import lerobot, torch, torchvision, rclpy, rosbags, lerobot_core, lerobot_robot_ros; \
 print('lerobot', lerobot.__version__, 'torch', torch.__version__)" || fail "LeRobot or our packages do not import in $VENV"
 touch "$VENV/.ready"  # the LeRobot-compat tests look for this marker
 echo "make-lerobot-ref-venv: $VENV (LeRobot $VERSION) is ready"

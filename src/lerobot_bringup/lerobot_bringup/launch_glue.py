@@ -48,6 +48,7 @@ def _nodes_for(context, profile_name: str):
             parameters=[spec.parameters] if spec.parameters else None,
             remappings=list(spec.remappings) or None,
             arguments=list(spec.args) or None,
+            prefix=spec.python or None,  # another venv's interpreter (deploy_remote_gpu's python:=)
             output="screen",
             emulate_tty=True,
         )

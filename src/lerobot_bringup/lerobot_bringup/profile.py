@@ -23,6 +23,8 @@ Schema::
         if_installed: false         # optional; start only where the node's package is installed
         unless_installed: ""        # optional; a package: skip this node where that package is installed
                                     #   (e.g. our TF node where robot_state_publisher exists)
+        python: ""                  # optional; the Python interpreter to run the node's executable with
+                                    #   (e.g. a LeRobot venv's, "${python}"); "" = the executable's own
         if: true                    # optional; start the node only when this is true (e.g. "${use_x}")
         unless: false               # optional; do not start the node when this is true
 
@@ -61,6 +63,7 @@ _NODE_KEYS = {
     "remappings",
     "required",
     "args",
+    "python",
     "stop_last",
     "if_installed",
     "unless_installed",
@@ -108,6 +111,8 @@ class NodeSpec:
     unless_installed: str = ""
     disabled: str = ""  # why an `if` / `unless` condition keeps the node off; '' = on
     uses: tuple[str, ...] = ()  # the profile arguments its fields substitute
+    python: str = ""  # the interpreter its executable (a Python entry script) runs with; '' = its own
+    python_field: str = ""  # the profile's text for it (e.g. "${python}"): errors name what the user typed
 
     def skip_reason(self, installed: Callable[[str], bool]) -> str:
         """Why the node is not started where `installed(package)` says what exists; '' to start it."""
@@ -357,6 +362,7 @@ def load_profile(
         if not isinstance(remaps, dict):
             raise ProfileError(f"{where}: {key}.remappings: must be a mapping from: to")
         args = subst(n.get("args") or [], f"{key}.args")
+        python = str(subst(n.get("python") or "", f"{key}.python"))
         nodes.append(
             NodeSpec(
                 name=name,
@@ -372,6 +378,8 @@ def load_profile(
                 unless_installed=str(n.get("unless_installed") or ""),
                 disabled=disabled,
                 uses=tuple(sorted(uses)),
+                python=python,
+                python_field=str(n.get("python") or ""),
             )
         )
     return Profile(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -64,6 +65,26 @@ def skipped_nodes(profile: Profile, installed=package_installed) -> list[tuple[N
     return [(spec, why) for spec in profile.nodes if (why := spec.skip_reason(installed))]
 
 
+def python_for(spec: NodeSpec, where: str) -> str:
+    """The node's `python` (a venv's interpreter, e.g. LeRobot's), checked before start: it must run and
+    import rclpy (this ROS distro's wheels for its Python version) and rosbags (lerobot_core decodes
+    serialized messages with it)."""
+    arg = re.fullmatch(r"\$\{(\w+)\}", spec.python_field)
+    where = f"argument {arg[1]}:={spec.python}" if arg else f"{where}: {spec.python!r}"
+    path = shutil.which(spec.python) or spec.python
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        raise ProfileError(f"{where}: not an executable file")
+    probe = subprocess.run([path, "-c", "import rclpy, rosbags"], capture_output=True, text=True, timeout=120)
+    if probe.returncode != 0:
+        last = (probe.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise ProfileError(
+            f"{where}: cannot run the node ({last}); its venv needs this ROS distro's "
+            "wheels for its Python (requirements-ros-wheels*.txt) and rosbags (scripts/make-lerobot-ref-venv.sh "
+            "makes such a venv)"
+        )
+    return path
+
+
 def command_lines(
     profile: Profile, workdir: Path, installed=package_installed
 ) -> list[tuple[NodeSpec, list[str]]]:
@@ -80,7 +101,12 @@ def command_lines(
         if spec.parameters:
             params_file = workdir / f"{spec.name}.params.yaml"
             params_file.write_text(spec.params_yaml())
-        out.append((spec, [str(exe), *spec.ros_args(str(params_file) if params_file else None)]))
+        interpreter = (
+            [python_for(spec, f"{profile.path}: nodes[{i}] ({spec.name}).python")] if spec.python else []
+        )
+        out.append(
+            (spec, [*interpreter, str(exe), *spec.ros_args(str(params_file) if params_file else None)])
+        )
     return out
 
 

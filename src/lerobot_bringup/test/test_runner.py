@@ -459,3 +459,21 @@ def test_a_recorder_that_cannot_use_its_folder_stops_the_graph_with_the_reason_l
     ), last
     assert "is an existing folder that is not a LeRobot dataset" in last, last
     assert (folder / "todo.txt").read_text() == "mine" and len(list(folder.iterdir())) == 1
+
+
+def test_a_python_that_cannot_run_the_node_is_refused_before_anything_starts(tmp_path):
+    """deploy_remote_gpu python:= (a LeRobot venv's interpreter): one that is not there, or one without this
+    distro's rclpy (the bare interpreter this venv was made from), is refused naming the argument."""
+    ckpt = share_path("lerobot_runtime") / "test" / "fixtures" / "act_env_state" / "pretrained_model"
+    missing = tmp_path / "venv" / "bin" / "python"
+    res = run_launcher("deploy_remote_gpu", f"policy_path:={ckpt}", f"python:={missing}")
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert f"argument python:={missing}: not an executable file" in res.stderr, res.stderr
+    assert "started" not in res.stdout
+    bare = Path(sys.base_prefix) / "bin" / "python3"
+    res = run_launcher("deploy_remote_gpu", f"policy_path:={ckpt}", f"python:={bare}")
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert f"argument python:={bare}: cannot run the node (ModuleNotFoundError: No module named 'rclpy')" in (
+        res.stderr
+    ), res.stderr
+    assert "started" not in res.stdout
