@@ -76,6 +76,7 @@ class PolicyController:
         run_inference: bool = True,
         switch_interval_s: float = 0.0005,
         starved_reason: Callable[[int], str] | None = None,
+        max_chunk_age_s: float = float("inf"),
     ):
         self.policy = policy
         self.obs = observations
@@ -91,6 +92,9 @@ class PolicyController:
         self.control_priority = control_priority
         self.run_inference = run_inference  # False: chunks come from elsewhere (`submit_remote`)
         self.starved_reason = starved_reason  # why the queue is empty, given now (remote: the link's view)
+        self.max_chunk_age_s = max_chunk_age_s  # remote: a waiting chunk older than this when taken is dropped
+        self._waiting: tuple[np.ndarray, float, int] | None = None  # remote: (chunk, age, arrival ns)
+        self._waiting_lock = threading.Lock()
         self.priority_note = ""
         self._control_realtime = False  # the control thread got SCHED_FIFO
         self._priority_settled = threading.Event()  # ... or could not: the inference thread may start
@@ -169,6 +173,8 @@ class PolicyController:
         else:
             if self._stale:  # fresh after a stale hold: start over from where the arm is
                 self.path.restart(self.obs.latest_joints())
+                with self._waiting_lock:
+                    self._waiting = None  # planned from before the gap
                 self.stats.restarts += 1
                 self._restarted = True
             self._stale = False
@@ -176,6 +182,8 @@ class PolicyController:
             values, stamps = sample or (None, None)
             self.path.record(values, stamps)
         action = None
+        if not self.run_inference:
+            self._take_waiting()
         if not reason:
             action = self.scheduler.tick()
             if action is None and self._restarted:
@@ -238,13 +246,26 @@ class PolicyController:
                 self._stop.wait(delay)
 
     def submit_remote(self, chunk: np.ndarray, age_s: float) -> int | None:
-        """Merge a chunk inferred elsewhere from an observation `age_s` old (this clock); the actions due
-        since are skipped. Returns the number skipped, or None when the queue does not take a chunk now
-        (append mode or rtc off: only once the queue asks for one)."""
-        sched = self.scheduler
-        if (sched.cfg.mode == "append" or not sched.cfg.rtc) and not sched.needs_inference():
+        """A chunk inferred elsewhere from an observation `age_s` old (this clock). The queue takes it when
+        it asks for a chunk, as it would start a local inference then (at once in ensemble mode, and when
+        it is empty or at `refill_threshold`); until then it waits, and a newer one replaces it. The
+        actions due since its observation are skipped when it is taken. Returns the number skipped if it
+        was taken now, else None."""
+        with self._waiting_lock:
+            self._waiting = (np.asarray(chunk), float(age_s), self.now_ns())
+        return self._take_waiting()
+
+    def _take_waiting(self) -> int | None:
+        """Merge the waiting remote chunk if the queue asks for one; None if it does not (or it got too old)."""
+        with self._waiting_lock:
+            if self._waiting is None or not self.scheduler.needs_inference():
+                return None
+            chunk, age_s, arrived = self._waiting
+            self._waiting = None
+        age_s += max(0, self.now_ns() - arrived) / 1e9
+        if age_s > self.max_chunk_age_s:  # waited too long: never executed
             return None
-        skipped = sched.submit(chunk, sched.ticket_for_age(age_s))
+        skipped = self.scheduler.submit(chunk, self.scheduler.ticket_for_age(age_s))
         self.stats.chunks += 1
         return skipped
 

@@ -121,6 +121,7 @@ class PolicyNode(LifecycleNode):
                 control_priority=self.cfg.control_priority,
                 run_inference=self.cfg.inference != "remote",
                 starved_reason=link.starved_reason if self.cfg.inference == "remote" else None,
+                max_chunk_age_s=self.cfg.max_chunk_age_s,
             )
         except (PolicyLoadError, ValueError) as exc:
             return str(exc)

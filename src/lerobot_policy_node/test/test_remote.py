@@ -77,7 +77,14 @@ def test_actions_due_since_the_observation_are_skipped(mult):
     assert sched.tick()[0] == 3.0
 
 
-def controller(chunk_size=6, fps=100.0, mode="replace", max_age_s=10.0, max_step=float("inf")):
+def controller(
+    chunk_size=6,
+    fps=100.0,
+    mode="replace",
+    max_age_s=10.0,
+    max_step=float("inf"),
+    max_chunk_age_s=float("inf"),
+):
     """A robot-side controller fed by the test (no model), driven tick by tick (never by its threads)."""
     from lerobot_runtime import read_policy_config
 
@@ -95,6 +102,7 @@ def controller(chunk_size=6, fps=100.0, mode="replace", max_age_s=10.0, max_step
         now_ns=lambda: now[0],
         run_inference=False,
         starved_reason=g.hold_reason,
+        max_chunk_age_s=max_chunk_age_s,
     )
     obs.push_joints(JOINTS, [0.0, 0.0], 0)
     c.path.reset(obs.latest_joints())
@@ -144,3 +152,37 @@ def test_the_config_only_policy_cannot_infer():
 
     with pytest.raises(RuntimeError, match="inference runs on the inference host"):
         ConfigOnlyPolicy(read_policy_config(ACT_SMALL)[1]).predict_action_chunk({})
+
+
+def ramp(base: float, steps: int) -> np.ndarray:
+    """A chunk whose action i is base + i (both joints): a command's value tells its chunk and index."""
+    return np.repeat((base + np.arange(steps, dtype=np.float64))[:, None], 2, axis=1)
+
+
+def test_a_remote_chunk_is_taken_when_the_queue_asks_the_newest_one():
+    """A local inference starts when the queue asks (at refill_threshold); a remote chunk is taken then too,
+    so the robot plays a chunk's head as it does locally, although the inference host infers back to back
+    (taken on arrival, each chunk would replace the queue after one action). The newest waiting chunk is
+    taken, the actions due since its observation skipped (its age on arrival plus its wait)."""
+    c, g, sent, now = controller()  # 100 Hz, 6 actions a chunk, asks at 3
+    assert c.submit_remote(ramp(10, 6), 0.0) == 0  # the queue is empty: taken
+    assert c.submit_remote(ramp(20, 6), 0.0) is None  # 6 queued: waits
+    assert c.submit_remote(ramp(30, 6), 0.0) is None  # ... and replaces the one waiting
+    for _ in range(4):
+        now[0] += S // 100
+        c.control_step()
+    # 10, 11, 12 played; then the queue (3 left) asks: the newest chunk, 40 ms after it came, from action 4
+    assert [cmd[0] for cmd, _ in sent] == [10.0, 11.0, 12.0, 34.0]
+    assert c.stats.chunks == 2
+
+
+def test_a_remote_chunk_that_waited_past_the_age_bound_is_never_executed():
+    c, g, sent, now = controller(chunk_size=12, max_chunk_age_s=0.05)  # asks at 6 left: after 60 ms
+    assert c.submit_remote(ramp(10, 12), 0.0) == 0
+    assert c.submit_remote(ramp(50, 12), 0.0) is None
+    for _ in range(8):
+        now[0] += S // 100
+        c.control_step()
+    # asked at 70 ms: the waiting chunk is then 70 ms old > 50 ms, dropped; the first one plays on
+    assert [cmd[0] for cmd, _ in sent] == [10.0 + k for k in range(8)]
+    assert c.stats.chunks == 1
