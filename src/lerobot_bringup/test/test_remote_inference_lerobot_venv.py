@@ -1,5 +1,5 @@
 """A policy type this stack does not implement, served remotely: a random VQ-BeT that LeRobot itself saved
-(fixtures/make_vqbet_checkpoint.py) runs on the inference host's side in LeRobot's venv
+(lerobot_runtime's fixtures/make_vqbet_checkpoint.py) runs on the inference host's side in LeRobot's venv
 (`deploy_remote_gpu python:=<venv>/bin/python`: the policy node through its lerobot backend), and the robot
 host (`deploy_remote_robot sim:=true`, the workspace's Python, the checkpoint's config only) drives the
 simulated SO-101 with its chunks, the front camera read by the inference host."""
@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from lerobot_core.ament import find_executable
+from lerobot_core.ament import find_executable, share_path
 from lerobot_core.ros.testing import MessageCollector, wait_until
 from lerobot_core.ros.testing.pytest_plugin import ref_venv_python
 
 pytestmark = pytest.mark.ros
 
-MAKE_VQBET = Path(__file__).parent / "fixtures" / "make_vqbet_checkpoint.py"
+MAKE_VQBET = share_path("lerobot_runtime") / "test" / "fixtures" / "make_vqbet_checkpoint.py"
 # the side venv with this ROS distro's wheels for this Python: Kilted on 3.11 (LeRobot 0.4.4), Jazzy on 3.12
 # (LeRobot 0.6.1); the workspace's message packages are built for this Python only
 SIDE_VENV = {(3, 11): "0.4.4", (3, 12): "0.6.1"}
