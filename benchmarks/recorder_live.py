@@ -42,6 +42,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 import yaml
+from process_groups import interrupt_and_reap
 from video_floor import bare_encode, encoder_settings, frame_psnr, iter_decoded
 
 from lerobot_dataset import DatasetReader
@@ -367,13 +368,7 @@ def main() -> int:
             results.append(run_once(mode, args.seconds, args.vcodec, args.preset, work, env))
             src_cpu.append(sum(p.cpu_percent(None) for p in src_ps))
         finally:
-            for src in srcs:
-                os.killpg(src.pid, signal.SIGINT)
-            for src in srcs:
-                try:
-                    src.wait(10)
-                except subprocess.TimeoutExpired:
-                    os.killpg(src.pid, signal.SIGKILL)
+            interrupt_and_reap(srcs, 10)
             summary = [ln for ln in cam_log.read_text(errors="replace").splitlines() if "cameras front" in ln]
             results[-1]["source_summary"] = summary[-1].split("cameras ", 1)[1] if summary else "n/a"
     src_cpu = sum(src_cpu) / max(len(src_cpu), 1)

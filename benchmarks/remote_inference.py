@@ -11,7 +11,8 @@ Per latency: success (sim episodes that ended in success / episodes ended; with 
 episodes from --seed on, seed i = --seed + i, the same seeds at every latency), the robot-side command
 rate and its period jitter (|period - 1/fps| p50/p99 of joint_commands as received by this process,
 so it includes one DDS hop), chunk age at arrival on the robot side (p50/p99, robot clock: now minus the
-chunk's observation stamp), holds (held_steps / steps from policy/status), and bandwidth between the two
+chunk's observation stamp; the local row: when the robot's own node publishes it), the leading actions a
+chunk skipped (local row: from policy/action_chunk), holds (held_steps / steps from policy/status), and bandwidth between the two
 sides (serialized bytes per second of the topics that would cross the link: the observations the
 inference side reads, and the chunks). Latency and loss are injected by the inference-side node
 (link_delay_ms, link_loss_percent: application level; the kernel's netem is not available here). Both
@@ -30,12 +31,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import subprocess
 import threading
 import time
 
 import numpy as np
+from process_groups import interrupt_and_reap
 
 
 def percentiles(values, qs=(50, 99)) -> str:
@@ -47,7 +48,7 @@ def percentiles(values, qs=(50, 99)) -> str:
 class Probe:
     """Subscribes to what the figures are made of; counts bytes of the link's topics."""
 
-    def __init__(self, node, fps: float):
+    def __init__(self, node, fps: float, local: bool = False):
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
         from rclpy.serialization import serialize_message
         from sensor_msgs.msg import JointState
@@ -58,6 +59,7 @@ class Probe:
         self.node, self.fps = node, fps
         self.cmd_t: list[float] = []
         self.ages_ms: list[float] = []
+        self.skipped: list[int] = []  # local rows: leading actions each chunk skipped
         self.bytes = 0
         self.status = None
         self._ser, self._stamp = serialize_message, stamp_to_ns
@@ -68,6 +70,8 @@ class Probe:
             JointState, "/joint_commands", lambda m: self.cmd_t.append(time.monotonic()), 10
         )
         node.create_subscription(ActionChunk, "/policy/remote_chunk", self._on_chunk, 10)
+        if local:  # the robot's own chunks: their age when published and what they skipped (no link)
+            node.create_subscription(ActionChunk, "/policy/action_chunk", self._on_local_chunk, 10)
         node.create_subscription(
             PolicyStatus, "/policy/status", lambda m: setattr(self, "status", m), latched
         )
@@ -79,9 +83,16 @@ class Probe:
     def _count(self, msg):
         self.bytes += len(self._ser(msg))
 
+    def _age_ms(self, msg) -> float:
+        return (self.node.get_clock().now().nanoseconds - self._stamp(msg.header.stamp)) / 1e6
+
     def _on_chunk(self, msg):
-        self.ages_ms.append((self.node.get_clock().now().nanoseconds - self._stamp(msg.header.stamp)) / 1e6)
+        self.ages_ms.append(self._age_ms(msg))
         self._count(msg)
+
+    def _on_local_chunk(self, msg):
+        self.ages_ms.append(self._age_ms(msg))
+        self.skipped.append(msg.actions_skipped)
 
 
 def episodes_ended(log: list[str]) -> dict[int, str]:
@@ -118,12 +129,12 @@ def run_one(args, delay_ms: float | None) -> dict:
     threading.Thread(target=lambda: log.extend(line.rstrip() for line in robot.stdout), daemon=True).start()
     rclpy.init()
     node = rclpy.create_node("remote_inference_bench")
-    probe = Probe(node, args.fps)
+    probe = Probe(node, args.fps, local=delay_ms is None)
     try:
         end = time.monotonic() + 120  # start-up: until the robot side commands
         while time.monotonic() < end and not (probe.status is not None and probe.status.steps > 0):
             rclpy.spin_once(node, timeout_sec=0.1)
-        probe.cmd_t.clear(), probe.ages_ms.clear()
+        probe.cmd_t.clear(), probe.ages_ms.clear(), probe.skipped.clear()
         probe.bytes, s0 = 0, probe.status
         t0 = time.monotonic()
 
@@ -139,14 +150,7 @@ def run_one(args, delay_ms: float | None) -> dict:
     finally:
         node.destroy_node()
         rclpy.shutdown()
-        procs = [p for p in (gpu, robot) if p is not None]
-        for p in procs:
-            os.killpg(p.pid, signal.SIGINT)
-        for p in procs:
-            try:
-                p.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
+        interrupt_and_reap([p for p in (gpu, robot) if p is not None], 20)
     periods = np.diff(probe.cmd_t)
     ended = episodes_ended(log)
     if args.episodes:
@@ -159,6 +163,7 @@ def run_one(args, delay_ms: float | None) -> dict:
         "rate_hz": len(probe.cmd_t) / elapsed,
         "jitter_ms": percentiles(np.abs(periods - 1 / args.fps) * 1e3),
         "age_ms": percentiles(probe.ages_ms),
+        "skipped": percentiles(probe.skipped),
         "holds": f"{held}/{steps + held}",
         "kB_s": probe.bytes / elapsed / 1e3,
     }
@@ -221,7 +226,7 @@ def image_figures(args) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--latencies-ms", type=float, nargs="+", default=[0.0, 25.0, 50.0, 100.0, 200.0])
+    ap.add_argument("--latencies-ms", type=float, nargs="*", default=[0.0, 25.0, 50.0, 100.0, 200.0])
     ap.add_argument("--loss-percent", type=float, default=0.0)
     ap.add_argument("--seconds", type=float, default=20.0, help="measured time per latency, after start-up")
     ap.add_argument(
@@ -254,12 +259,12 @@ def main() -> None:
         f"policy {args.policy_path}, contract {args.contract}, {span} per latency, loss {args.loss_percent:g} %"
     )
     print(
-        f"{'RTT ms':>7} {'success':>8} {'rate Hz':>8} {'jitter p50/p99 ms':>18} {'age p50/p99 ms':>15} {'holds':>10} {'kB/s':>7}"
+        f"{'RTT ms':>7} {'success':>8} {'rate Hz':>8} {'jitter p50/p99 ms':>18} {'age p50/p99 ms':>15} {'skip p50/p99':>13} {'holds':>10} {'kB/s':>7}"
     )
     for delay in ([None] if args.local else []) + list(args.latencies_ms):
         r = run_one(args, delay)
         print(
-            f"{r['delay_ms']:>7} {r['success']:>8} {r['rate_hz']:8.1f} {r['jitter_ms']:>18} {r['age_ms']:>15} "
+            f"{r['delay_ms']:>7} {r['success']:>8} {r['rate_hz']:8.1f} {r['jitter_ms']:>18} {r['age_ms']:>15} {r['skipped']:>13} "
             f"{r['holds']:>10} {r['kB_s']:7.1f}",
             flush=True,
         )
