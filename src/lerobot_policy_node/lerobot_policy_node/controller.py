@@ -92,7 +92,7 @@ class PolicyController:
         self.control_priority = control_priority
         self.run_inference = run_inference  # False: chunks come from elsewhere (`submit_remote`)
         self.starved_reason = starved_reason  # why the queue is empty, given now (remote: the link's view)
-        self.max_chunk_age_s = max_chunk_age_s  # remote: a waiting chunk older than this when taken is dropped
+        self.max_chunk_age_s = max_chunk_age_s  # remote: a chunk this old when taken is dropped
         self._waiting: tuple[np.ndarray, float, int] | None = None  # remote: (chunk, age, arrival ns)
         self._waiting_lock = threading.Lock()
         self.priority_note = ""
