@@ -66,7 +66,12 @@ def test_robot_side_executes_fresh_chunks_only_from_one_source_and_contract(ros_
         assert wait_until(
             lambda: pub.publish(chunk(ros_node, 0.2)) or positions(cmds.messages, JointState)[-1][0] > 0.1, 20
         )
-        assert wait_until(lambda: status.messages[-1].state == PolicyStatus.STATE_RUNNING, 5)
+        # ... and it is running again (still fed: the queue runs dry within a chunk once chunks stop)
+        assert wait_until(
+            lambda: pub.publish(chunk(ros_node, 0.2))
+            or status.messages[-1].state == PolicyStatus.STATE_RUNNING,
+            5,
+        )
         # a second inference host while the first one publishes: refused; the first one keeps driving
         for _ in range(5):
             pub.publish(chunk(ros_node, 0.2))
