@@ -6,12 +6,11 @@ simulated SO-101 with its chunks, the front camera read by the inference host.""
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from lerobot_core.ament import find_executable, share_path
-from lerobot_core.ros.testing import MessageCollector, wait_until
+from lerobot_core.ament import share_path
+from lerobot_core.ros.testing import MessageCollector, RosProcess, wait_until
 from lerobot_core.ros.testing.pytest_plugin import ref_venv_python
 
 pytestmark = pytest.mark.ros
@@ -22,26 +21,9 @@ MAKE_VQBET = share_path("lerobot_runtime") / "test" / "fixtures" / "make_vqbet_c
 SIDE_VENV = {(3, 11): "0.4.4", (3, 12): "0.6.1"}
 
 
-def launch(*args: str, log: Path) -> subprocess.Popen:
-    with open(log, "w") as out:
-        return subprocess.Popen(
-            [str(find_executable("lerobot_bringup", "lerobot-launch")), *args],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-
-def stop(*procs: subprocess.Popen) -> None:
-    for p in procs:
-        if p.poll() is None:
-            p.send_signal(subprocess.signal.SIGINT)
-    for p in procs:
-        try:
-            p.wait(30)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+def launch(*args: str) -> RosProcess:
+    """`lerobot-launch ARGS` (stopped with SIGINT, as Ctrl-C; killed with the test run)."""
+    return RosProcess("lerobot_bringup", "lerobot-launch", args=list(args), ros_args=False)
 
 
 def test_a_vqbet_served_from_lerobots_venv_drives_the_robot(tmp_path, ros_node):
@@ -62,25 +44,25 @@ def test_a_vqbet_served_from_lerobots_venv_drives_the_robot(tmp_path, ros_node):
     status = MessageCollector(ros_node, PolicyStatus, "/policy/status")
     robot = launch(
         "deploy_remote_robot", "sim:=true", f"policy_path:={ckpt}", "cameras:=[front]", "image_width:=128",
-        "image_height:=96", log=tmp_path / "robot.log",
+        "image_height:=96",
     )  # fmt: skip
-    gpu = launch("deploy_remote_gpu", f"policy_path:={ckpt}", f"python:={python}", log=tmp_path / "gpu.log")
+    gpu = launch("deploy_remote_gpu", f"policy_path:={ckpt}", f"python:={python}")
     try:
-        driven = wait_until(
-            lambda: any(m.steps >= 60 for m in status.messages) and len(chunks.messages) >= 5, timeout=180
-        )
-        logs = "".join(f"--- {p.name}\n{p.read_text()[-3000:]}" for p in tmp_path.glob("*.log"))
-        assert driven, logs
-        # the inference host runs in the LeRobot venv: its policy node's process is that Python
-        ps = subprocess.run(["ps", "-o", "args=", "--ppid", str(gpu.pid)], capture_output=True, text=True)
-        assert ps.stdout.startswith(f"{python} "), ps.stdout
-        chunk = chunks.messages[-1]
-        assert chunk.policy_type == "vqbet", chunk.policy_type
-        assert len(chunk.trajectory.points) >= 1 and len(chunk.trajectory.points[0].positions) == 6
-        # the robot executes them: its commands move (a hold repeats one position)
-        assert len(commands.messages) >= 60, len(commands.messages)
-        assert len({tuple(round(p, 6) for p in m.position) for m in commands.messages}) > 5, logs
+        with robot, gpu:
+            driven = wait_until(
+                lambda: any(m.steps >= 60 for m in status.messages) and len(chunks.messages) >= 5, timeout=180
+            )
+            logs = f"--- robot\n{robot.output()[-3000:]}\n--- inference\n{gpu.output()[-3000:]}"
+            assert driven, logs
+            # the inference host runs in the LeRobot venv: its policy node's process is that Python
+            ps = subprocess.run(["ps", "-o", "args=", "--ppid", str(gpu.pid)], capture_output=True, text=True)
+            assert ps.stdout.startswith(f"{python} "), ps.stdout
     finally:
-        stop(gpu, robot)
         for c in (chunks, commands, status):
             c.close()
+    chunk = chunks.messages[-1]
+    assert chunk.policy_type == "vqbet", chunk.policy_type
+    assert len(chunk.trajectory.points) >= 1 and len(chunk.trajectory.points[0].positions) == 6
+    # the robot executes them: its commands move (a hold repeats one position)
+    assert len(commands.messages) >= 60, len(commands.messages)
+    assert len({tuple(round(p, 6) for p in m.position) for m in commands.messages}) > 5, logs

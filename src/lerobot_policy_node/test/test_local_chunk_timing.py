@@ -9,6 +9,7 @@ import time
 import numpy as np
 import pytest
 
+from lerobot_core.ros.testing import wait_until
 from lerobot_core.safety import SafetyFilter, SafetyLimits
 from lerobot_policy_node.action_queue import ActionScheduler, SchedulerConfig
 from lerobot_policy_node.controller import PolicyController
@@ -72,18 +73,9 @@ def running():
     ctl.stop()
 
 
-def wait_for(cond, timeout_s=10.0) -> bool:
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        if cond():
-            return True
-        time.sleep(0.005)
-    return False
-
-
 def test_a_local_chunk_skips_what_fell_due_since_its_observation_was_taken(running):
     ctl, obs, policy, sent, lock = running
-    assert wait_for(lambda: any(not held for _, held in list(sent)))
+    assert wait_until(lambda: any(not held for _, held in list(sent)))
     with lock:
         first = next(value for value, held in sent if not held)
     # at least the 5 periods of the observation's age (inference is instant: the delay is the age)
@@ -94,9 +86,9 @@ def test_one_observation_gives_one_chunk(running):
     ctl, obs, policy, sent, lock = running
     # the queue runs dry (20 actions at 50 Hz, from index 5 on): it asks for a chunk again, but the
     # only observation is the one it had
-    assert wait_for(lambda: ctl.stats.message == "action queue empty")
+    assert wait_until(lambda: ctl.stats.message == "action queue empty")
     time.sleep(0.2)
     assert policy.calls == 1, ctl.stats
     obs.push_joints(JOINTS, [0.0, 0.0], time.time_ns())  # a new one: a new chunk
-    assert wait_for(lambda: policy.calls == 2), ctl.stats
-    assert wait_for(lambda: ctl.stats.state == "running"), ctl.stats
+    assert wait_until(lambda: policy.calls == 2), ctl.stats
+    assert wait_until(lambda: ctl.stats.state == "running"), ctl.stats
