@@ -176,7 +176,7 @@ class PolicyController:
                 with self._waiting_lock:
                     self._waiting = None  # planned from before the gap
                 self.stats.restarts += 1
-                self._restarted = True
+                self._restarted = self.stats.chunks > 0  # before any chunk there was nothing to drop
             self._stale = False
         if self.n_obs_steps > 1:  # one-step policies take a fresh sample at inference time instead
             values, stamps = sample or (None, None)
@@ -188,6 +188,8 @@ class PolicyController:
             action = self.scheduler.tick()
             if action is None and self._restarted:
                 reason = "started over after a stale observation: waiting for a chunk from a fresh one"
+                if self.starved_reason is not None:  # remote: the link's view too (a silent host, say)
+                    reason += f" ({self.starved_reason(now)})"
             elif action is None and self.starved_reason is not None:
                 reason = self.starved_reason(now)
             elif action is None:

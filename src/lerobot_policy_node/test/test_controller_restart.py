@@ -83,3 +83,29 @@ def test_waiting_for_the_first_observation_is_not_a_restart():
     feed(c, gate, 1.0, now)
     tick(c, obs, now, joints=[0.0, 0.0])
     assert c.stats.restarts == 0 and c.stats.state == RUNNING and np.allclose(sent[-1][0], STEP)
+
+
+def test_a_stale_gap_before_any_chunk_keeps_the_links_reason():
+    """The CI case: the arm's joint states paused under load before the inference host sent anything. There
+    was no queue to drop, so the hold says what the link says, not that it started over."""
+    c, gate, obs, sent, now = controller()
+    tick(c, obs, now, joints=[0.0, 0.0])
+    for _ in range(10):
+        tick(c, obs, now)
+    assert c.stats.message.startswith("stale observation")
+    tick(c, obs, now, joints=[0.0, 0.0])
+    assert c.stats.state == HOLDING and c.stats.message.startswith("waiting for the first chunk"), (
+        c.stats.message
+    )
+
+
+def test_after_a_restart_the_hold_also_names_a_silent_host():
+    c, gate, obs, sent, now = controller()
+    feed(c, gate, 1.0, now)
+    tick(c, obs, now, joints=[0.0, 0.0])
+    for _ in range(10):
+        tick(c, obs, now)
+    now[0] += int(gate.cfg.source_timeout_s * 1e9) + 1
+    tick(c, obs, now, joints=[0.0, 0.0])
+    msg = c.stats.message
+    assert msg.startswith("started over after a stale observation") and "policy host silent" in msg, msg
