@@ -93,6 +93,25 @@ def train(args, dataset: Path, repo_id: str, policy: list[str], train_dir: Path,
     return run(cmd, log, env=env)
 
 
+def lr_schedule(args) -> list[str]:
+    """lerobot-train flags for --lr-schedule: none for ACT's constant preset; for cosine, the preset's
+    optimizer spelled out (AdamW, ACT's weight decay 1e-4) and LeRobot's warm-up + cosine decay over
+    --steps (it scales the schedule to the run itself when the run is shorter)."""
+    if args.lr_schedule == "constant":
+        return []
+    return [
+        "--use_policy_training_preset=false",
+        "--optimizer.type=adamw",
+        f"--optimizer.lr={args.lr}",
+        "--optimizer.weight_decay=1e-4",
+        "--scheduler.type=cosine_decay_with_warmup",
+        f"--scheduler.num_warmup_steps={min(500, args.steps // 10)}",
+        f"--scheduler.num_decay_steps={args.steps}",
+        f"--scheduler.peak_lr={args.lr}",
+        f"--scheduler.decay_lr={args.lr / 100}",
+    ]
+
+
 def train_log(log: Path) -> list[str]:
     """The loss lines of a `lerobot-train` log, from "step:" on."""
     lines = [line.strip() for line in open(log) if " loss:" in line]
@@ -188,6 +207,13 @@ def main() -> int:
         help="camera size the sim renders and the policy sees (--observation images)",
     )
     ap.add_argument("--lr", type=cli.positive_float, default=1e-4, help="learning rate (policy and backbone)")
+    ap.add_argument(
+        "--lr-schedule",
+        choices=("constant", "cosine"),
+        default="constant",
+        help="constant: ACT's preset (AdamW, --lr throughout); cosine: the same AdamW, a 500-step warm-up, then "
+        "--lr decayed to 1 %% of it by --steps (LeRobot's cosine_decay_with_warmup)",
+    )
     ap.add_argument("--vae", action="store_true", help="ACT's VAE on (the scripted expert is unimodal)")
     ap.add_argument(
         "--threads",
@@ -277,6 +303,7 @@ def main() -> int:
         policy += ["--policy.n_encoder_layers=2", "--policy.n_decoder_layers=1"]
         policy += [f"--policy.use_vae={str(args.vae).lower()}", f"--policy.optimizer_lr={args.lr}"]
         policy += [f"--policy.optimizer_lr_backbone={args.lr}"]
+        policy += lr_schedule(args)
         metrics["train_s"] = train(
             args,
             dataset,
