@@ -15,7 +15,8 @@ The codec runs on one thread of its own that has given up CAP_SYS_NICE (`forbid_
 as the recorder's encoder threads do: run as root, SVT-AV1 puts the thread that opens it, and every
 thread that thread starts later, on SCHED_FIFO priority 99. Opened on the caller's thread (a node's
 subscription thread, a test process), that would turn the caller real-time for good. It is a daemon
-thread: a codec that hangs holds up its caller, not the interpreter's exit.
+thread: a codec that hangs costs its caller `timeout_s` and a `DatasetError` that says so, and is
+abandoned (the next call starts a fresh codec thread); it never holds up the interpreter's exit.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import queue
 import threading
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FuturesTimeout
 from fractions import Fraction
 
 import av
@@ -45,11 +47,12 @@ def _run_codec_jobs(jobs: queue.SimpleQueue) -> None:
             future.set_exception(exc)
 
 
-def _on_codec_thread(fn, *args):
+def _on_codec_thread(fn, *args, timeout_s: float, what: str):
     """`fn(*args)` run on the module's codec thread (one, started on first use, without CAP_SYS_NICE).
 
     A daemon thread, not a ThreadPoolExecutor's worker: Python joins those at exit, so one stuck in the
-    codec would keep the process from ever ending."""
+    codec would keep the process from ever ending. A job that takes longer than `timeout_s` raises a
+    `DatasetError` naming `what`; its thread is left to itself and the next job gets a new one."""
     global _codec_jobs
     with _codec_jobs_lock:
         if _codec_jobs is None:
@@ -57,9 +60,19 @@ def _on_codec_thread(fn, *args):
             threading.Thread(
                 target=_run_codec_jobs, args=(_codec_jobs,), name="codec-roundtrip", daemon=True
             ).start()
+        jobs = _codec_jobs
     future: Future = Future()
-    _codec_jobs.put((future, fn, args))
-    return future.result()
+    jobs.put((future, fn, args))
+    try:
+        return future.result(timeout_s)
+    except FuturesTimeout:
+        with _codec_jobs_lock:
+            if _codec_jobs is jobs:  # stuck: abandon that thread (and whatever queued behind it)
+                _codec_jobs = None
+        raise DatasetError(
+            f"{what}: no picture after {timeout_s:g} s (one takes ~10 ms): the codec is stuck; "
+            "this frame is dropped and the next one gets a new codec thread"
+        ) from None
 
 
 # decoders for the encoders' bitstreams, as PyAV names them (the reader's PyAV picks the same ones)
@@ -78,7 +91,7 @@ class CodecRoundTrip:
     """Frames of one camera stream through an encoder and back, keeping the stream's keyframe spacing.
 
     `vcodec`, `pix_fmt`, `crf`, `g` and `preset` default to the settings the recorder writes datasets
-    with (LeRobot's). Call `reset()` where a new recorded episode (a new video) would begin.
+    with (LeRobot's); a frame that takes longer than `timeout_s` raises `DatasetError`. Call `reset()` where a new recorded episode (a new video) would begin.
     """
 
     def __init__(
@@ -89,6 +102,7 @@ class CodecRoundTrip:
         g: int = LEROBOT_VIDEO_SETTINGS["g"],
         preset: int | str | None = None,
         fps: int = 30,
+        timeout_s: float = 5.0,
     ):
         try:
             self.vcodec = av.codec.Codec(vcodec, "w").name
@@ -100,6 +114,7 @@ class CodecRoundTrip:
         self.pix_fmt = pix_fmt
         self.g = max(1, int(g))
         self.fps = fps
+        self.timeout_s = timeout_s  # one frame's round trip, before the codec counts as stuck
         # g is kept by feeding at most g frames per encoder, so the encoder gets no g of its own
         self.options = codec_options(self.vcodec, None, crf, preset)
         self._since_key: list[np.ndarray] = []
@@ -121,7 +136,9 @@ class CodecRoundTrip:
         if len(self._since_key) >= self.g or (self._since_key and self._since_key[0].shape != frame.shape):
             self._since_key = []
         self._since_key.append(frame)
-        return _on_codec_thread(self._encode_decode, list(self._since_key))[-1]
+        frames = list(self._since_key)
+        what = f"codec round trip ({self.describe()})"
+        return _on_codec_thread(self._encode_decode, frames, timeout_s=self.timeout_s, what=what)[-1]
 
     def _encode_decode(self, frames: list[np.ndarray]) -> list[np.ndarray]:
         h, w = frames[0].shape[:2]

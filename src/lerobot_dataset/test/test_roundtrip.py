@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import numpy as np
 import pytest
 
@@ -89,3 +92,24 @@ def test_the_codec_never_makes_the_calling_thread_real_time():
     t.start()
     t.join()
     assert later == [os.SCHED_OTHER]
+
+
+def test_a_stuck_codec_raises_within_its_timeout_and_the_next_frame_gets_a_new_thread(monkeypatch):
+    """A codec that never returns (a wedged encoder) costs one frame and a clear error, not the caller."""
+    release = threading.Event()
+    rt = CodecRoundTrip(fps=30, timeout_s=0.3)
+    real = rt._encode_decode
+    monkeypatch.setattr(rt, "_encode_decode", lambda frames: release.wait(30) and real(frames))
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(DatasetError, match=r"codec round trip \(libsvtav1 .*no picture after 0.3 s"):
+            rt(scene(0))
+        assert time.monotonic() - t0 < 5
+        stuck = [t for t in threading.enumerate() if t.name == "codec-roundtrip"]
+        monkeypatch.setattr(rt, "_encode_decode", real)
+        rt.timeout_s = 60.0  # a real encode now (opening SVT-AV1 on a busy machine takes a while)
+        out = rt(scene(1))  # queued behind nothing: a fresh codec thread
+        assert out.shape == (H, W, 3) and psnr(out, scene(1)) > 20
+        assert len([t for t in threading.enumerate() if t.name == "codec-roundtrip"]) == len(stuck) + 1
+    finally:
+        release.set()

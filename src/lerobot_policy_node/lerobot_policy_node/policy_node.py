@@ -37,6 +37,7 @@ from lerobot_core.ros.node import autostart_timer, publish_unless_shut_down, run
 from lerobot_core.ros.serialized import decode_message
 from lerobot_core.safety import SafetyFilter
 from lerobot_core.time import stamp_to_ns
+from lerobot_dataset.errors import DatasetError
 from lerobot_dataset.roundtrip import CodecRoundTrip
 from lerobot_msgs.action import RunPolicy
 from lerobot_msgs.msg import ActionChunk, PolicyStatus
@@ -286,7 +287,10 @@ class PolicyNode(LifecycleNode):
             rgb = decode_image(src, msg) if src is not None else IMAGE_READERS[msgtype][1](msg)
             if key in self._roundtrip:  # served as the dataset's video shows it (image_codec_roundtrip)
                 rgb = self._roundtrip[key](rgb)
-        except ValueError as exc:
+        except (
+            ValueError,
+            DatasetError,
+        ) as exc:  # the frame is dropped: the camera goes stale, the arm holds
             self.get_logger().error(f"camera {key}: {exc}", throttle_duration_sec=5.0)
             return
         self.controller.obs.push_image(key, rgb, stamp_to_ns(msg.header.stamp))
