@@ -22,6 +22,11 @@ src/lerobot_bringup/test/test_remote_inference_netns.py.
 --local adds the baseline first: the same checkpoint served in the robot's own policy node
 (`lerobot-launch deploy_sim_so101`, the same sim, seeds and contract, no inference host).
 
+With --episodes, the floor comes first: the same checkpoint on the same seeds in `lerobot-sim-eval`'s
+lockstep loop (the node's action path, one observation and one action per sim step, no clock, the
+realtime sim's 300-step limit), i.e. what the policy makes when serving costs nothing. Outcomes are read
+from the sim's `sim/episode_info` (the step that ends an episode), and each episode's seed is checked.
+
 The default checkpoint is the small random-init env-state ACT test fixture: it moves, it does not solve
 the task, so success is 0 with it. Give a trained one (scripts/closed_loop.py --observation env_state)
 and seeds no demo used; measure on a quiet machine.
@@ -54,7 +59,7 @@ class Probe:
         from sensor_msgs.msg import JointState
 
         from lerobot_core.time import stamp_to_ns
-        from lerobot_msgs.msg import ActionChunk, PolicyStatus
+        from lerobot_msgs.msg import ActionChunk, EpisodeInfo, PolicyStatus
 
         self.node, self.fps = node, fps
         self.cmd_t: list[float] = []
@@ -62,6 +67,7 @@ class Probe:
         self.skipped: list[int] = []  # local rows: leading actions each chunk skipped
         self.bytes = 0
         self.status = None
+        self.ended: dict[int, tuple[int, bool]] = {}  # sim episode index -> (seed, success)
         self._ser, self._stamp = serialize_message, stamp_to_ns
         latched = QoSProfile(
             depth=5, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
@@ -76,6 +82,8 @@ class Probe:
             PolicyStatus, "/policy/status", lambda m: setattr(self, "status", m), latched
         )
         node.create_subscription(JointState, "/joint_states", self._count, qos_profile_sensor_data)
+        reliable = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
+        node.create_subscription(EpisodeInfo, "/sim/episode_info", self._on_episode_info, reliable)
         from geometry_msgs.msg import PoseStamped
 
         node.create_subscription(PoseStamped, "/sim/cube_pose", self._count, qos_profile_sensor_data)
@@ -94,17 +102,30 @@ class Probe:
         self.ages_ms.append(self._age_ms(msg))
         self.skipped.append(msg.actions_skipped)
 
+    def _on_episode_info(self, msg):
+        if msg.terminated or msg.truncated:  # the step that ended the episode
+            self.ended[msg.episode_index] = (msg.seed, msg.is_success)
 
-def episodes_ended(log: list[str]) -> dict[int, str]:
-    """Episode index -> outcome, from the sim's 'episode I (seed S) ended: OUTCOME after ...' lines."""
-    ended = {}
-    for line in log:
-        head, sep, tail = line.partition(" ended: ")
-        if sep and "episode " in head:
-            words = head.split("episode ", 1)[1].split()
-            if words and words[0].isdigit():
-                ended[int(words[0])] = tail.split()[0]
-    return ended
+
+def floor(args) -> dict:
+    """The lockstep row: `lerobot-sim-eval` with the same checkpoint, seeds and step limit."""
+    import json
+    import tempfile
+
+    from lerobot_core.ament import find_executable
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "eval.json")
+        cmd = [str(find_executable("lerobot_sim", "lerobot-sim-eval")), "--env", "so101_cube"]
+        cmd += ["--policy", args.policy_path, "--episodes", str(args.episodes), "--seed", str(args.seed)]
+        cmd += ["--max-steps", "0", "--output", out, "--cameras"]  # the env's own 300 steps, as in real time
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(
+                f"the lockstep floor failed ({' '.join(cmd)}):\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
+            )
+        episodes = json.loads(open(out).read())["per_episode"]
+    return {"delay_ms": "lockstep", "success": f"{sum(e['success'] for e in episodes)}/{len(episodes)}"}
 
 
 def run_one(args, delay_ms: float | None) -> dict:
@@ -125,7 +146,7 @@ def run_one(args, delay_ms: float | None) -> dict:
         [launch, "deploy_remote_gpu", *common[:2], f"link_delay_ms:={delay_ms}", f"link_loss_percent:={args.loss_percent}"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
-    log: list[str] = []
+    log: list[str] = []  # the robot side's output, for a start-up that fails
     threading.Thread(target=lambda: log.extend(line.rstrip() for line in robot.stdout), daemon=True).start()
     rclpy.init()
     node = rclpy.create_node("remote_inference_bench")
@@ -134,13 +155,16 @@ def run_one(args, delay_ms: float | None) -> dict:
         end = time.monotonic() + 120  # start-up: until the robot side commands
         while time.monotonic() < end and not (probe.status is not None and probe.status.steps > 0):
             rclpy.spin_once(node, timeout_sec=0.1)
+        if probe.status is None or probe.status.steps == 0:
+            tail = "\n".join(log[-30:])
+            raise SystemExit(f"{profile}: no command within 120 s of the start; its output ends:\n{tail}")
         probe.cmd_t.clear(), probe.ages_ms.clear(), probe.skipped.clear()
         probe.bytes, s0 = 0, probe.status
         t0 = time.monotonic()
 
         def measuring() -> bool:
             if args.episodes:  # until episodes 0..N-1 have ended (an hour at most)
-                done = episodes_ended(list(log))
+                done = dict(probe.ended)
                 return time.monotonic() - t0 < 3600 and not all(i in done for i in range(args.episodes))
             return time.monotonic() - t0 < args.seconds
 
@@ -152,14 +176,15 @@ def run_one(args, delay_ms: float | None) -> dict:
         rclpy.shutdown()
         interrupt_and_reap([p for p in (gpu, robot) if p is not None], 20)
     periods = np.diff(probe.cmd_t)
-    ended = episodes_ended(log)
-    if args.episodes:
-        ended = {i: outcome for i, outcome in ended.items() if i < args.episodes}
+    ended = {i: r for i, r in probe.ended.items() if not args.episodes or i < args.episodes}
+    wrong = {i: seed for i, (seed, _) in ended.items() if seed != args.seed + i}
+    if wrong:
+        raise SystemExit(f"{profile}: episodes ran on other seeds than --seed {args.seed} + i: {wrong}")
     steps = (s1.steps - s0.steps) if s0 and s1 else 0
     held = (s1.held_steps - s0.held_steps) if s0 and s1 else 0
     return {
         "delay_ms": "local" if delay_ms is None else f"{delay_ms:.0f}",
-        "success": f"{sum(outcome == 'success' for outcome in ended.values())}/{len(ended)}",
+        "success": f"{sum(success for _, success in ended.values())}/{len(ended)}",
         "rate_hz": len(probe.cmd_t) / elapsed,
         "jitter_ms": percentiles(np.abs(periods - 1 / args.fps) * 1e3),
         "age_ms": percentiles(probe.ages_ms),
@@ -261,6 +286,9 @@ def main() -> None:
     print(
         f"{'RTT ms':>7} {'success':>8} {'rate Hz':>8} {'jitter p50/p99 ms':>18} {'age p50/p99 ms':>15} {'skip p50/p99':>13} {'holds':>10} {'kB/s':>7}"
     )
+    if args.episodes:
+        r = floor(args)
+        print(f"{r['delay_ms']:>7} {r['success']:>8}   (no clock: one action per sim step)", flush=True)
     for delay in ([None] if args.local else []) + list(args.latencies_ms):
         r = run_one(args, delay)
         print(
