@@ -160,10 +160,12 @@ def ros_node(request):
     try:
         yield node
     finally:
-        executor.shutdown(timeout_sec=2.0)
+        # the spin thread ends before the node goes: a node destroyed under a spin that is still in a
+        # callback (a loaded machine: shutdown's wait timed out) raised InvalidHandle in that thread
+        executor.shutdown(timeout_sec=10.0)
+        thread.join(timeout=10.0)
         node.destroy_node()
         rclpy.try_shutdown(context=ctx)
-        thread.join(timeout=2.0)
 
 
 def ref_venv_python(version: str = "0.4.4") -> Path:
