@@ -23,8 +23,9 @@ src/lerobot_bringup/test/test_remote_inference_netns.py.
 (`lerobot-launch deploy_sim_so101`, the same sim, seeds and contract, no inference host).
 
 With --episodes, the floor comes first: the same checkpoint on the same seeds in `lerobot-sim-eval`'s
-lockstep loop (the node's action path, one observation and one action per sim step, no clock, the
-realtime sim's 300-step limit), i.e. what the policy makes when serving costs nothing. Outcomes are read
+lockstep loop (one observation and one action per sim step, no clock, a new chunk when the queue is
+empty as LeRobot schedules it, no per-step bound, the realtime sim's 300-step limit), i.e. what the
+policy makes when serving costs nothing. Outcomes are read
 from the sim's `sim/episode_info` (the step that ends an episode), and each episode's seed is checked.
 
 The default checkpoint is the small random-init env-state ACT test fixture: it moves, it does not solve
