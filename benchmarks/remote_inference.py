@@ -25,8 +25,8 @@ src/lerobot_bringup/test/test_remote_inference_netns.py.
 With --episodes, the floor comes first: the same checkpoint on the same seeds in `lerobot-sim-eval`'s
 lockstep loop (one observation and one action per sim step, no clock, a new chunk when the queue is
 empty as LeRobot schedules it, no per-step bound, the realtime sim's 300-step limit), i.e. what the
-policy makes when serving costs nothing. Outcomes are read
-from the sim's `sim/episode_info` (the step that ends an episode), and each episode's seed is checked.
+policy makes when serving costs nothing. Outcomes are read from the sim's `sim/episode_info` (the step
+that ends an episode), and each episode's seed is checked.
 
 The default checkpoint is the small random-init env-state ACT test fixture: it moves, it does not solve
 the task, so success is 0 with it. Give a trained one (scripts/closed_loop.py --observation env_state)
@@ -165,8 +165,8 @@ def run_one(args, delay_ms: float | None) -> dict:
 
         def measuring() -> bool:
             if args.episodes:  # until episodes 0..N-1 have ended (an hour at most)
-                done = dict(probe.ended)
-                return time.monotonic() - t0 < 3600 and not all(i in done for i in range(args.episodes))
+                ended = probe.ended  # filled by spin_once below, on this thread
+                return time.monotonic() - t0 < 3600 and not all(i in ended for i in range(args.episodes))
             return time.monotonic() - t0 < args.seconds
 
         while measuring():

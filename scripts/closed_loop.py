@@ -211,8 +211,8 @@ def main() -> int:
         "--lr-schedule",
         choices=("constant", "cosine"),
         default="constant",
-        help="constant: ACT's preset (AdamW, --lr throughout); cosine: the same AdamW, a 500-step warm-up, then "
-        "--lr decayed to 1 %% of it by --steps (LeRobot's cosine_decay_with_warmup)",
+        help="constant: ACT's preset (AdamW, --lr throughout); cosine: the same AdamW, a warm-up of 500 steps (a tenth "
+        "of --steps if that is fewer), then --lr decayed to 1 %% of it by --steps (LeRobot's cosine_decay_with_warmup)",
     )
     ap.add_argument("--vae", action="store_true", help="ACT's VAE on (the scripted expert is unimodal)")
     ap.add_argument(

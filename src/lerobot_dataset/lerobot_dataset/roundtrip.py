@@ -91,7 +91,8 @@ class CodecRoundTrip:
     """Frames of one camera stream through an encoder and back, keeping the stream's keyframe spacing.
 
     `vcodec`, `pix_fmt`, `crf`, `g` and `preset` default to the settings the recorder writes datasets
-    with (LeRobot's); a frame that takes longer than `timeout_s` raises `DatasetError`. Call `reset()` where a new recorded episode (a new video) would begin.
+    with (LeRobot's); a frame that takes longer than `timeout_s` raises `DatasetError`. Call `reset()`
+    where a new recorded episode (a new video) would begin.
     """
 
     def __init__(
