@@ -247,3 +247,53 @@ def test_the_circle_check_sees_a_lazy_import(tmp_path, monkeypatch):
     assert module_circles("lerobot_fake") == [
         ["lerobot_fake.a", "lerobot_fake.b", "lerobot_fake.c", "lerobot_fake.a"]
     ]
+
+
+NODE_BASES = {"Node", "LifecycleNode"}
+NODE_MAX_LINES = 500  # a node file wires parameters and messages; the work lives in ROS-free modules
+
+
+def node_files(pkg: str) -> list[Path]:
+    """The files of a package's code that define a ROS node class (a class whose base is named Node or
+    LifecycleNode, or derives from such a class of the same package)."""
+    nodes, bases = [], {}
+    for path in _python_files(pkg, tests=False):
+        for cls in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(cls, ast.ClassDef):
+                names = {b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", "") for b in cls.bases}
+                bases[cls.name] = (path, names)
+    known = set(NODE_BASES)
+    while True:  # classes deriving from a node class of this package are node classes too
+        more = {name for name, (_, names) in bases.items() if names & known} - known
+        if not more:
+            break
+        known |= more
+    for name in known - NODE_BASES:
+        nodes.append(bases[name][0])
+    return sorted(set(nodes))
+
+
+def oversized_nodes(pkg: str) -> list[str]:
+    return [
+        f"{path.relative_to(SRC)}: {n} lines (a node file holds at most {NODE_MAX_LINES})"
+        for path in node_files(pkg)
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > NODE_MAX_LINES
+    ]
+
+
+@pytest.mark.parametrize("pkg", PACKAGES)
+def test_node_files_stay_thin(pkg):
+    assert oversized_nodes(pkg) == []
+
+
+def test_the_size_check_sees_a_node_of_a_node(tmp_path, monkeypatch):
+    pkg = tmp_path / "lerobot_fake" / "lerobot_fake"
+    pkg.mkdir(parents=True)
+    (pkg / "base.py").write_text("from rclpy.node import Node\n\n\nclass Base(Node):\n    pass\n")
+    (pkg / "big_node.py").write_text("from .base import Base\n\n\nclass Big(Base):\n    pass\n" + "\n" * 500)
+    (pkg / "big_library.py").write_text("class Helper:\n    pass\n" + "\n" * 600)
+    monkeypatch.setitem(globals(), "SRC", tmp_path)
+    assert node_files("lerobot_fake") == [pkg / "base.py", pkg / "big_node.py"]
+    assert oversized_nodes("lerobot_fake") == [
+        "lerobot_fake/lerobot_fake/big_node.py: 505 lines (a node file holds at most 500)"
+    ]

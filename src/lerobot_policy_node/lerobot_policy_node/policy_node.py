@@ -51,10 +51,6 @@ from .policy_setup import read_parameters, set_up
 from .progress import ProgressReport
 from .remote_link import RemoteLink, chunk_message
 
-QOS_COMMAND = qos.LATEST  # latest command only
-QOS_STATUS = qos.LATCHED
-QOS_JOINTS = qos.JOINTS_IN
-
 
 class PolicyNode(LifecycleNode):
     def __init__(self, **kwargs):
@@ -70,7 +66,7 @@ class PolicyNode(LifecycleNode):
         self._status_state = PolicyStatus.STATE_UNCONFIGURED
         self._status_message = ""
         self._cb_group = ReentrantCallbackGroup()
-        self.pub_status = self.create_publisher(PolicyStatus, "policy/status", QOS_STATUS)
+        self.pub_status = self.create_publisher(PolicyStatus, "policy/status", qos.LATCHED)
         self.pub_chunk = self.create_publisher(ActionChunk, "policy/action_chunk", qos.RELIABLE)
         self._pub_cmd = None
         self.deployment: Deployment | None = None  # from the contract parameter, set by _load
@@ -94,7 +90,7 @@ class PolicyNode(LifecycleNode):
         self._progress: ProgressReport | None = None
         self.create_timer(0.5, self._report_progress, callback_group=MutuallyExclusiveCallbackGroup())
         if self.cfg.task_topic:
-            self.create_subscription(String, self.cfg.task_topic, self._on_task, QOS_STATUS)
+            self.create_subscription(String, self.cfg.task_topic, self._on_task, qos.LATCHED)
         self._publish_status()
         self._exit_code = 0
         if self.cfg.autostart:
@@ -175,7 +171,7 @@ class PolicyNode(LifecycleNode):
             self.destroy_subscription(sub)
         d = self.deployment
         joint_topic = d.state_topic if d else "joint_states"
-        self._subs = [self._subscribe(JointState, joint_topic, self._on_joints, QOS_JOINTS)]
+        self._subs = [self._subscribe(JointState, joint_topic, self._on_joints, qos.JOINTS_IN)]
         if self.cfg.inference == "remote":  # the joints for safety; chunks from the inference host
             self.link.subscribe(self._cb_group)
             d = None  # images, environment state and task are the inference host's
@@ -208,14 +204,16 @@ class PolicyNode(LifecycleNode):
             topic, msgtype, _ = d.env_state
             self._subs.append(
                 self._subscribe(
-                    message_class(msgtype), topic, lambda m, t=topic: self._on_env_state(t, m), QOS_JOINTS
+                    message_class(msgtype), topic, lambda m, t=topic: self._on_env_state(t, m), qos.JOINTS_IN
                 )
             )
         if d and d.task_topic and not self.cfg.task_topic:  # the contract's task topic, as recorded
-            self._subs.append(self._subscribe(String, d.task_topic, self._on_task, QOS_STATUS))
+            self._subs.append(self._subscribe(String, d.task_topic, self._on_task, qos.LATCHED))
         if self._pub_cmd is None and self.cfg.inference != "serve":  # serve: commands nothing
             msgtype, topic = COMMAND_INTERFACES[self.cfg.command_interface]
-            self._pub_cmd = self.create_publisher(message_class(msgtype), topic, QOS_COMMAND)
+            self._pub_cmd = self.create_publisher(
+                message_class(msgtype), topic, qos.LATEST
+            )  # the latest command only
 
     def on_activate(self, state: State) -> TransitionCallbackReturn:
         if self.cfg.run_on_activate:
