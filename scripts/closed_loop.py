@@ -7,7 +7,7 @@
 1. records --demos scripted-expert episodes with `lerobot-launch record_sim_so101` (lockstep, sim
    time: the sim waits for the expert and the recorder, so no tick is dropped), seeds from 0; one demo
    is one sim episode, from its reset to the step the cube is lifted (or the sim's step limit);
-2. trains ACT with LeRobot's own `lerobot-train` (scripts/lerobot_train_offline.py, run by the
+2. trains ACT (or Diffusion Policy: --policy diffusion) with LeRobot's own `lerobot-train` (scripts/lerobot_train_offline.py, run by the
    interpreter of a LeRobot 0.4.4 venv: --lerobot-python, default $LEROBOT_REF_VENV/bin/python, else
    ~/.cache/lerobot_ros/lerobot-0.4.4/bin/python);
 3. evaluates every saved checkpoint (the learning curve), the scripted expert and a random policy with
@@ -112,6 +112,42 @@ def lr_schedule(args) -> list[str]:
     ]
 
 
+def act_flags(args) -> list[str]:
+    """lerobot-train's --policy.* flags for a new ACT: small (dim 128, 2 encoder layers, 1 decoder
+    layer), its ResNet-18 from scratch (nothing downloaded), the chunk of --chunk-size."""
+    n_action_steps = args.chunk_size if args.n_action_steps == 0 else args.n_action_steps or 10
+    policy = ["--policy.type=act", "--policy.pretrained_backbone_weights=null"]
+    policy += [f"--policy.chunk_size={args.chunk_size}", f"--policy.n_action_steps={n_action_steps}"]
+    policy += ["--policy.dim_model=128", "--policy.dim_feedforward=512"]
+    # LeRobot's ACT normalizes VISUAL, STATE and ACTION only: the cube pose would enter raw (a few
+    # cm of variation on a 0.2 m offset); normalize it like the state
+    policy += [f"--policy.normalization_mapping={json.dumps(NORMALIZATION)}"]
+    policy += ["--policy.n_encoder_layers=2", "--policy.n_decoder_layers=1"]
+    policy += [f"--policy.use_vae={str(args.vae).lower()}", f"--policy.optimizer_lr={args.lr}"]
+    policy += [f"--policy.optimizer_lr_backbone={args.lr}"]
+    return policy + lr_schedule(args)
+
+
+def diffusion_flags(args) -> list[str]:
+    """lerobot-train's --policy.* flags for a new Diffusion Policy: LeRobot's defaults (2 observation
+    steps, horizon 16, 8 actions per chunk, its own AdamW + cosine preset, GroupNorm ResNet-18 from
+    scratch) except a UNet of --down-dims, a crop of 7/8 of the camera image (random in training,
+    centred when served) and DDIM with --inference-steps when served (it trains the same either way)."""
+    h, w = args.image_size
+    policy = ["--policy.type=diffusion", "--policy.pretrained_backbone_weights=null"]
+    policy += ["--policy.use_group_norm=true", f"--policy.down_dims={json.dumps(args.down_dims)}"]
+    # LeRobot's defaults: 8 actions run per chunk, at most horizon 16 - 2 observation steps + 1 = 15
+    n_action_steps = 15 if args.n_action_steps == 0 else args.n_action_steps or 8
+    policy += [f"--policy.n_action_steps={n_action_steps}", f"--policy.optimizer_lr={args.lr}"]
+    if args.observation == "images":
+        policy += [f"--policy.crop_shape=[{h * 7 // 8},{w * 7 // 8}]"]
+    else:  # the cube pose, scaled to [-1, 1] like the state (LeRobot's Diffusion leaves ENV raw)
+        mapping = {"VISUAL": "MEAN_STD", "STATE": "MIN_MAX", "ENV": "MIN_MAX", "ACTION": "MIN_MAX"}
+        policy += [f"--policy.normalization_mapping={json.dumps(mapping)}"]
+    policy += ["--policy.noise_scheduler_type=DDIM", f"--policy.num_inference_steps={args.inference_steps}"]
+    return policy
+
+
 def train_log(log: Path) -> list[str]:
     """The loss lines of a `lerobot-train` log, from "step:" on."""
     lines = [line.strip() for line in open(log) if " loss:" in line]
@@ -214,7 +250,28 @@ def main() -> int:
         help="constant: ACT's preset (AdamW, --lr throughout); cosine: the same AdamW, a warm-up of 500 steps (a tenth "
         "of --steps if that is fewer), then --lr decayed to 1 %% of it by --steps (LeRobot's cosine_decay_with_warmup)",
     )
+    ap.add_argument(
+        "--policy",
+        choices=("act", "diffusion"),
+        default="act",
+        help="the policy lerobot-train trains: act (--chunk-size, --vae, --lr-schedule) or diffusion "
+        "(--down-dims, --inference-steps; LeRobot's own cosine schedule)",
+    )
     ap.add_argument("--vae", action="store_true", help="ACT's VAE on (the scripted expert is unimodal)")
+    ap.add_argument(
+        "--down-dims",
+        type=cli.positive_int,
+        nargs=3,
+        default=[128, 256, 512],
+        metavar="C",
+        help="diffusion: the UNet's channels per level (LeRobot's default 512 1024 2048 is 263 M parameters)",
+    )
+    ap.add_argument(
+        "--inference-steps",
+        type=cli.positive_int,
+        default=10,
+        help="diffusion: DDIM denoising steps per chunk when served (training uses 100 noise levels)",
+    )
     ap.add_argument(
         "--threads",
         type=cli.number(int, minimum=-1),
@@ -237,8 +294,9 @@ def main() -> int:
     ap.add_argument(
         "--n-action-steps",
         type=cli.non_negative_int,
-        default=10,
-        help="actions run per chunk before the next inference (0 = chunk)",
+        default=None,
+        help="actions run per chunk before the next inference (default: 10 for ACT, 8 for diffusion; "
+        "0 = all: ACT's --chunk-size, diffusion's 15)",
     )
     add_train_eval_arguments(ap)
     ap.add_argument("--keep", action="store_true", help="reuse an existing dataset / training in --out")
@@ -254,6 +312,8 @@ def main() -> int:
             ap.error(f"--env metaworld needs the metaworld package ({exc}); ./setup.sh installs it")
         if args.task not in names:
             ap.error(f"--task {args.task!r} is not a Meta-World task; tasks: {', '.join(names)}")
+    if args.policy == "diffusion" and args.lr_schedule != "constant":
+        ap.error("--lr-schedule is ACT's: --policy diffusion always uses LeRobot's warm-up + cosine preset")
     if args.episode_time is None:
         args.episode_time = EPISODE_TIME[args.env]
     if args.threads < 0:
@@ -293,22 +353,11 @@ def main() -> int:
     if not (train_dir / "checkpoints").exists():
         if train_dir.exists():
             shutil.rmtree(train_dir)
-        policy = ["--policy.type=act", "--policy.pretrained_backbone_weights=null"]
-        n_action_steps = args.n_action_steps or args.chunk_size
-        policy += [f"--policy.chunk_size={args.chunk_size}", f"--policy.n_action_steps={n_action_steps}"]
-        policy += ["--policy.dim_model=128", "--policy.dim_feedforward=512"]
-        # LeRobot's ACT normalizes VISUAL, STATE and ACTION only: the cube pose would enter raw (a few
-        # cm of variation on a 0.2 m offset); normalize it like the state
-        policy += [f"--policy.normalization_mapping={json.dumps(NORMALIZATION)}"]
-        policy += ["--policy.n_encoder_layers=2", "--policy.n_decoder_layers=1"]
-        policy += [f"--policy.use_vae={str(args.vae).lower()}", f"--policy.optimizer_lr={args.lr}"]
-        policy += [f"--policy.optimizer_lr_backbone={args.lr}"]
-        policy += lr_schedule(args)
         metrics["train_s"] = train(
             args,
             dataset,
             "local/closed_loop" if args.env == "so101_cube" else f"local/closed_loop_{args.task}",
-            policy,
+            act_flags(args) if args.policy == "act" else diffusion_flags(args),
             train_dir,
             out / "train.log",
         )
@@ -319,14 +368,18 @@ def main() -> int:
     results = {}
     checkpoints = sorted(p for p in (train_dir / "checkpoints").iterdir() if p.name.isdigit())
     for ckpt in checkpoints:
-        results[f"act_step_{int(ckpt.name)}"] = evaluate(
-            str(ckpt / "pretrained_model"), args, out, f"act_{ckpt.name}"
+        results[f"{args.policy}_step_{int(ckpt.name)}"] = evaluate(
+            str(ckpt / "pretrained_model"), args, out, f"{args.policy}_{ckpt.name}"
         )
     results["scripted"] = evaluate("scripted", args, out, "scripted")
     results["random"] = evaluate("random", args, out, "random")
     metrics["eval"] = results
     metrics["eval_seeds"] = [args.eval_seed, args.eval_seed + args.eval_episodes - 1]
-    final = results[f"act_step_{int(checkpoints[-1].name)}"]["pc_success"] if checkpoints else float("nan")
+    final = (
+        results[f"{args.policy}_step_{int(checkpoints[-1].name)}"]["pc_success"]
+        if checkpoints
+        else float("nan")
+    )
     expert = results["scripted"]["pc_success"]
     metrics["trained_vs_expert"] = final / expert if expert else None
 

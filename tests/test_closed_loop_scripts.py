@@ -127,6 +127,49 @@ def test_dagger_round_adds_hil_episodes_and_fine_tunes(closed_loop, tmp_path):
     assert json.loads((tmp_path / "dagger" / "metrics.json").read_text()) == metrics  # "all" untouched
 
 
+def test_closed_loop_trains_diffusion_on_images(tmp_path):
+    """--policy diffusion --observation images: camera demos recorded through ROS, LeRobot's Diffusion
+    Policy trained by lerobot-train with the script's flags (small UNet, 7/8 crop, DDIM when served),
+    and the checkpoint served natively by lerobot-sim-eval on the unseen seed 1000."""
+    out = tmp_path / "run"
+    res = _run(
+        [
+            "scripts/closed_loop.py",
+            *("--policy", "diffusion", "--observation", "images", "--image-size", "48", "64"),
+            *("--demos", "1", "--steps", "2", "--save-freq", "2", "--batch-size", "4", "--num-workers", "0"),
+            *("--eval-episodes", "1", "--max-steps", "40", "--out", str(out)),
+        ],
+        timeout=900,
+    )
+    metrics = json.loads((out / "metrics.json").read_text())
+    info = json.loads((out / "dataset" / "meta" / "info.json").read_text())
+    assert metrics["demos"] == info["total_episodes"] == 1 and metrics["record_dropped_ticks"] == 0
+    cams = {k: f["shape"] for k, f in info["features"].items() if f["dtype"] == "video"}
+    assert cams and all(shape[:2] == [48, 64] for shape in cams.values()), cams
+    config = json.loads(
+        (out / "train" / "checkpoints" / "last" / "pretrained_model" / "config.json").read_text()
+    )
+    assert config["type"] == "diffusion" and config["crop_shape"] == [42, 56]
+    assert config["down_dims"] == [128, 256, 512] and config["n_action_steps"] == 8
+    assert config["noise_scheduler_type"] == "DDIM" and config["num_inference_steps"] == 10
+    assert set(metrics["eval"]) == {"diffusion_step_2", "scripted", "random"}
+    served = json.loads((out / "eval_diffusion_000002.json").read_text())
+    assert [e["seed"] for e in served["per_episode"]] == [1000]
+    assert "diffusion_step_2" in res.stdout
+
+
+def test_closed_loop_refuses_a_learning_rate_schedule_for_diffusion():
+    res = subprocess.run(
+        [sys.executable, "scripts/closed_loop.py", "--policy", "diffusion", "--lr-schedule", "cosine"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    assert "--lr-schedule is ACT's" in res.stderr
+
+
 def test_closed_loop_on_a_metaworld_task(tmp_path):
     """--env metaworld: demos of reach-v3's scripted policy recorded through ROS (record_sim_metaworld),
     ACT trained by lerobot-train on them (state only), and every policy evaluated by lerobot-sim-eval
