@@ -286,7 +286,8 @@ def lerobot_async_row(args, delay_ms: float) -> dict:
         server = subprocess.Popen(
             [args.lerobot_python, "-c", POLICY_SERVER_WITH_LINK, str(tap), str(delay_ms), str(args.loss_percent),
              "--host=127.0.0.1", f"--port={port}", f"--fps={args.fps:g}"],
-            env=env, stdout=open(tmp / "server.log", "w"), stderr=subprocess.STDOUT, start_new_session=True,
+            env=env, cwd=tmp, stdout=open(tmp / "server.log", "w"), stderr=subprocess.STDOUT,
+            start_new_session=True,  # cwd: LeRobot's server writes logs/ where it runs
         )  # fmt: skip
         procs, client = [sim, server], None
 
